@@ -1,0 +1,38 @@
+# Two commands matter: `make demo` and `make test`. Each creates .venv if missing, installs
+# torch==2.13.0 (the local CPU wheel) first and then the project, and runs. A stamp file keyed on
+# pyproject.toml makes repeated runs skip the install.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+STAMP_HASH := $(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(STAMP_HASH)
+
+.PHONY: demo test venv bench lint clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(VENV)/bin/python
+	$(PIP) install --upgrade pip setuptools wheel
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e ".[dev,rl]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) experiments/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+bench: $(STAMP)
+	$(PY) experiments/bench_engine.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check tune_risk rl_tasks tests experiments
+
+clean:
+	rm -rf $(VENV) build *.egg-info
