@@ -1,0 +1,542 @@
+"""The ERAHBO ask/tell engine: rounds, replicates, the stop rule and parallel launch (ALGORITHMS.md §1-2).
+
+One state machine over *replicate runs*, with no Ray and no JAX in it::
+
+    engine = Engine(EngineSettings.for_method("erahbo", budget=300), pool=unit_points)
+    while (request := engine.ask()) is not DONE:
+        if request is WAIT: ...wait for a result...
+        else: launch(request)                     # one seed of one configuration
+    engine.tell(run_id, value)                    # None / NaN / inf -> the failure policy
+    engine.pending_cancellations()                # runs to stop now; then engine.tell_cancelled(run_id)
+
+Algorithm (ERAHBO §1.10, parallel semantics §2):
+
+1. Initial design: ``n_initial`` scrambled-Sobol points (snapped to the pool), ``k_init`` replicates
+   each, all launchable at once. When complete, the output warp (online mode) and the GP
+   hyperparameters are fitted and frozen (§1.2, §1.4.4).
+2. Round ``t``: ``x_t = argmax UCB^MV(x; kappa_acq)`` over unevaluated candidates (eq. 11); the
+   incumbent bound ``B_t = max_D LCB^MV(x_c; kappa_stop,t)`` is computed once (eq. 10) with
+   ``kappa_stop,t = kappa(beta_stop * s(tau))`` and ``tau = N_used / N_max`` at round start (§1.9).
+3. Replicates launch in doubling waves ``k_min, 2k_min, ...`` up to ``k_max`` (§2.3); results are
+   incorporated **in replicate order** whatever their arrival order; after each incorporation with
+   ``k >= k_min`` both GPs are re-conditioned (hyperparameters frozen) and the round stops at the
+   first ``k`` with ``UCB^MV(x_t; kappa_stop,t) <= B_t`` ("certified", eq. 12), at ``k = k_max``, or
+   when the budget is spent (§1.8). In-flight replicates of a stopped configuration are listed for
+   cancellation; their results are never observations (§2.4).
+4. ``max_active_configs > 1`` lets further configurations start while workers would idle; pending
+   configurations enter the GPs with their partial data, or a kriging-believer fantasy below
+   ``k_min`` (§2.5). With 1, decisions equal the sequential algorithm's (§2.6).
+
+Failure policy: a run that errors or returns NaN/inf is counted as failed and its replicate slot is
+re-queued with a fresh seed, up to ``max_failures_per_config`` failures per configuration; one more
+marks the configuration ``failed``: its in-flight runs are cancelled, it is never proposed again
+(pool), and it enters the GPs only if it already has ``k >= k_min`` incorporated returns. A failed
+initial-design configuration is replaced by the next Sobol point.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from tune_risk.acquisition import argmax_pool, maximize_continuous
+from tune_risk.design import check_pool, snap_to_pool, sobol_points
+from tune_risk.models import DTYPE
+from tune_risk.records import (
+    DONE,
+    WAIT,
+    ConfigRecord,
+    Replicate,
+    Run,
+    RunStatus,
+    Signal,
+    Slot,
+    SlotState,
+    sample_statistics,
+)
+from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel, fit_risk_hyperparameters, mv_bounds
+from tune_risk.schedules import schedule_value
+from tune_risk.settings import EngineSettings
+from tune_risk.state import engine_from_state, engine_state
+from tune_risk.warping import FrozenWarp, fit_warp
+
+logger = logging.getLogger(__name__)
+
+_SEED_MASK = 0x7FFFFFFF
+
+
+class Engine:
+    """ERAHBO / RAHBO / GP-UCB as an ask/tell state machine over replicate runs.
+
+    Args:
+        settings: validated ``EngineSettings`` (method, alpha, k_min/k_max, beta, budget, ...).
+        dim: dimension of the continuous unit cube (exclusive with ``pool``).
+        pool: ``n x d`` finite candidate set in the unit cube (offline tables); the acquisition
+            is an exact argmax over its unevaluated rows.
+        warp: a pre-fitted ``FrozenWarp`` (the pooled offline warp); ``None`` with
+            ``settings.warp == "online"`` fits one on the initial design.
+    """
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        dim: int | None = None,
+        pool: np.ndarray | None = None,
+        warp: FrozenWarp | None = None,
+    ) -> None:
+        if (dim is None) == (pool is None):
+            raise ValueError("give exactly one of dim (continuous unit cube) or pool (finite candidates)")
+        self.settings = settings
+        self.pool = None if pool is None else check_pool(pool)
+        self.dim = int(self.pool.shape[1]) if self.pool is not None else int(dim)  # type: ignore[arg-type]
+        if self.dim < 1:
+            raise ValueError(f"dim must be >= 1, got dim={dim}")
+        if self.pool is not None and self.pool.shape[0] < settings.n_initial:
+            raise ValueError(
+                f"pool has {self.pool.shape[0]} rows, fewer than n_initial={settings.n_initial}"
+            )
+        self._pool_tensor = None if self.pool is None else torch.from_numpy(self.pool)
+        self.warp = warp
+        self.hyperparameters: RiskHyperparameters | None = None
+        self.records: list[ConfigRecord] = []
+        self.runs: dict[int, Run] = {}
+        self.n_used = 0  # the paper's sample count N_used (charged, incorporated replicates)
+        self.rounds = 0
+        self.initial_points_drawn = 0
+        self.compute_spent = 0.0
+        self._row_cache: dict[tuple[int, int], tuple] = {}  # derived; not part of the state
+        self._start_initial_design()
+
+    # ------------------------------------------------------------------ public ask/tell surface
+    def ask(self) -> Replicate | Signal:
+        """The next replicate run to launch, ``WAIT`` (a result must arrive first) or ``DONE``."""
+        for record in self.records:
+            replicate = self._launch_queued(record)
+            if replicate is not None:
+                return replicate
+        self._close_starved_records()
+        if any(r.running and r.phase == "initial" for r in self.records):
+            return WAIT if self.in_flight_runs() else DONE
+        if self.hyperparameters is None:
+            if sum(self._has_data(r) for r in self.records) < 2:
+                logger.warning("fewer than two initial configurations succeeded; stopping")
+                return DONE
+            self._fit_after_initial_design()
+        if self._can_start_round():
+            return self._launch_queued(self._start_round())  # type: ignore[return-value]
+        if any(r.running for r in self.records) or self.in_flight_runs():
+            return WAIT
+        return DONE
+
+    def tell(self, run_id: int, value: float | None, cost: float = 1.0) -> bool:
+        """Report the final return of run ``run_id`` (``None``/NaN/inf: the run failed).
+
+        ``cost`` is the compute the run consumed (run-equivalents by default). Returns ``True`` if
+        the result was accepted as a (possibly buffered) observation, ``False`` if it was a
+        duplicate, a failure, or arrived after its configuration stopped (never an observation).
+        """
+        run = self._run(run_id)
+        if run.status not in (RunStatus.IN_FLIGHT, RunStatus.CANCEL_REQUESTED):
+            logger.warning("ignoring a second result for run %d (status %s)", run_id, run.status.value)
+            return False
+        run.cost = float(cost)
+        self.compute_spent += run.cost
+        finite = value is not None and math.isfinite(float(value))
+        if run.status is RunStatus.CANCEL_REQUESTED:  # late result of a stopped configuration
+            run.status = RunStatus.DISCARDED if finite else RunStatus.FAILED
+            return False
+        record = self.records[run.config_id]
+        slot = record.slots[run.replicate_index]
+        if not finite:
+            self._handle_failure(record, slot, run)
+            return False
+        slot.state, slot.value = SlotState.DONE, float(value)  # type: ignore[arg-type]
+        run.status = RunStatus.BUFFERED
+        self._incorporate(record)
+        return True
+
+    def pending_cancellations(self) -> list[int]:
+        """Run ids that must be stopped now (their configuration stopped); acknowledge each
+        with ``tell_cancelled`` once it is stopped."""
+        return [r.run_id for r in self.runs.values() if r.status is RunStatus.CANCEL_REQUESTED]
+
+    def tell_cancelled(self, run_id: int, cost: float = 1.0) -> None:
+        """Acknowledge that run ``run_id`` was stopped (``cost``: compute it consumed before)."""
+        run = self._run(run_id)
+        if run.status is RunStatus.CANCEL_REQUESTED:
+            run.status, run.cost = RunStatus.CANCELLED, float(cost)
+            self.compute_spent += run.cost
+        elif run.status is RunStatus.IN_FLIGHT:
+            raise ValueError(f"run {run_id} was not marked for cancellation; report its result with tell()")
+
+    def in_flight_runs(self) -> list[int]:
+        """Run ids launched and not yet resolved (results or cancellation acknowledgements due)."""
+        active = (RunStatus.IN_FLIGHT, RunStatus.CANCEL_REQUESTED)
+        return [r.run_id for r in self.runs.values() if r.status in active]
+
+    @property
+    def finished(self) -> bool:
+        """``True`` once ``ask()`` would return ``DONE``."""
+        return not self.in_flight_runs() and not any(r.running for r in self.records) and (
+            self.hyperparameters is not None and not self._can_start_round()
+        )
+
+    # ------------------------------------------------------------------ accounting and reporting
+    def counts(self) -> dict[str, float]:
+        """Replicate-run accounting: the paper's sample count and the compute actually spent."""
+        by_status = {s: 0 for s in RunStatus}
+        for run in self.runs.values():
+            by_status[run.status] += 1
+        return {
+            "n_used": self.n_used,
+            "runs_launched": len(self.runs),
+            "runs_completed": by_status[RunStatus.USED] + by_status[RunStatus.BUFFERED],
+            "runs_cancelled": by_status[RunStatus.CANCELLED] + by_status[RunStatus.DISCARDED]
+            + by_status[RunStatus.CANCEL_REQUESTED],
+            "runs_failed": by_status[RunStatus.FAILED],
+            "runs_in_flight": by_status[RunStatus.IN_FLIGHT],
+            "compute_spent": self.compute_spent,
+            "rounds": self.rounds,
+        }
+
+    def statistics(self, record: ConfigRecord) -> tuple[float, float] | None:
+        """Processed ``(m_c, s2_c)`` of a configuration, ``None`` below two returns (eq. 7)."""
+        if record.n_incorporated < 2 or (self.warp is None and self.settings.warp == "online"):
+            return None
+        return sample_statistics(self._processed(record.incorporated_values()))
+
+    def risk_model(self) -> RiskModel | None:
+        """Both GPs conditioned on every configuration with ``k >= k_min`` returns."""
+        if self.hyperparameters is None:
+            return None
+        return self._model(self._data_rows())
+
+    def recommend(self) -> ConfigRecord | None:
+        """``argmax_{c in D} LCB^MV(x_c; kappa_acq)`` (CODE-RAHBO's reporting rule, §1.10)."""
+        records = [r for r in self.records if self._has_data(r)]
+        model = self.risk_model()
+        if not records or model is None:
+            return None
+        lcb = model.lcb_mv(self._x_tensor(records), self.settings.kappa_acq)
+        return records[int(torch.argmax(lcb))]
+
+    def replicate_seed(self, config_id: int, seed_index: int) -> int:
+        """Training seed of stream position ``seed_index`` of a configuration (31-bit)."""
+        if self.settings.common_random_numbers:
+            return seed_index
+        state = np.random.SeedSequence([self.settings.seed, config_id, seed_index]).generate_state(1)
+        return int(state[0]) & _SEED_MASK
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict[str, Any]:
+        """Exact, picklable, versioned state (plain Python containers)."""
+        return engine_state(self)
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> Engine:
+        """Rebuild an engine from ``state_dict()``; continues exactly where it stopped."""
+        return engine_from_state(cls, state)
+
+    # ------------------------------------------------------------------ initial design
+    def _start_initial_design(self) -> None:
+        for _ in range(self.settings.n_initial):
+            self._add_initial_config()
+
+    def _add_initial_config(self) -> None:
+        index = self.initial_points_drawn
+        point = sobol_points(self.dim, index + 1, self.settings.seed)[index]
+        self.initial_points_drawn += 1
+        pool_index = None
+        if self.pool is not None:
+            pool_index = snap_to_pool(point, self.pool, self._used_pool_rows())
+            point = self.pool[pool_index]
+        k_init = self.settings.replicates_initial
+        self._add_record(tuple(float(v) for v in point), pool_index, "initial", k_init)
+
+    def _fit_after_initial_design(self) -> None:
+        """Fit and freeze the output warp (online mode, §1.2) and the hyperparameters (§1.4.4)."""
+        if self.warp is None and self.settings.warp == "online":
+            values = [v for r in self.records if self._has_data(r) for v in r.incorporated_values()]
+            self.warp = fit_warp(np.asarray(values))
+        self._set_hyperparameters(fit_risk_hyperparameters(self._risk_data(self._data_rows()), self.settings))
+
+    def _set_hyperparameters(self, hyperparameters: RiskHyperparameters) -> None:
+        self.hyperparameters = hyperparameters
+
+    # ------------------------------------------------------------------ rounds
+    def _can_start_round(self) -> bool:
+        active = sum(r.running for r in self.records)
+        if active >= self.settings.max_active_configs:
+            return False
+        if self.pool is not None and self._used_pool_rows().all():
+            return False
+        budget_left = self._budget_left()
+        return budget_left is None or budget_left >= self.settings.k_min
+
+    def _start_round(self) -> ConfigRecord:
+        """Choose ``x_t`` (eq. 11) and fix ``B_t`` (eq. 10) for a new BO round."""
+        settings = self.settings
+        if settings.refit == "every_round" and self.rounds > 0:
+            data = self._risk_data(self._data_rows())
+            self._set_hyperparameters(fit_risk_hyperparameters(data, settings, init=self.hyperparameters))
+        self.rounds += 1
+        rows = self._data_rows(with_fantasies=True)
+        model = self._model(rows)
+        if self.pool is not None:
+            pool_index = argmax_pool(model, self._pool_tensor, ~self._used_pool_rows(), settings.kappa_acq)
+            x = self.pool[pool_index]
+        else:
+            pool_index = None
+            round_seed = int(np.random.SeedSequence([settings.seed, self.rounds]).generate_state(1)[0])
+            x = maximize_continuous(
+                model, self.dim, settings.kappa_acq, round_seed, settings.num_restarts, settings.raw_samples
+            )
+        first_wave = settings.k_max if settings.launch_policy == "all" else settings.k_min
+        record = self._add_record(tuple(float(v) for v in x), pool_index, "bo", first_wave)
+        record.kappa_stop = self._kappa_stop()
+        observed = [r for r in self.records if self._has_data(r)]
+        lcb = model.lcb_mv(self._x_tensor(observed), record.kappa_stop)
+        record.incumbent_lcb = float(lcb.max().detach())  # B_t, ERAHBO eq. 10: fixed for the round
+        return record
+
+    def _kappa_stop(self) -> float:
+        """``kappa_stop,t = kappa(beta_stop,max * s(tau))`` with ``tau = N_used / N_max`` (App. C.5, §1.9)."""
+        settings = self.settings
+        tau = 0.0 if settings.budget is None else self._charged_completed() / settings.budget
+        return settings.kappa(settings.beta_stop * schedule_value(settings.beta_stop_schedule, tau, settings.schedule_param))
+
+    # ------------------------------------------------------------------ launching
+    def _launch_queued(self, record: ConfigRecord) -> Replicate | None:
+        if not record.running:
+            return None
+        for slot in record.slots:
+            if slot.state is SlotState.QUEUED and slot.replicate_index < record.target:
+                if not self._budget_allows_launch(record):
+                    return None
+                return self._launch(record, slot)
+        return None
+
+    def _launch(self, record: ConfigRecord, slot: Slot) -> Replicate:
+        run = Run(len(self.runs), record.config_id, slot.replicate_index, record.next_seed_index)
+        record.next_seed_index += 1
+        self.runs[run.run_id] = run
+        slot.state, slot.run_id, slot.seed_index = SlotState.LAUNCHED, run.run_id, run.seed_index
+        return Replicate(
+            run.run_id, record.config_id, slot.replicate_index, run.seed_index,
+            self.replicate_seed(record.config_id, run.seed_index), record.x, record.pool_index,
+        )
+
+    def _add_record(self, x: tuple[float, ...], pool_index: int | None, phase: str, target: int) -> ConfigRecord:
+        n_slots = self.settings.replicates_initial if phase == "initial" else self.settings.k_max
+        record = ConfigRecord(
+            config_id=len(self.records), x=x, pool_index=pool_index, phase=phase,
+            round=self.rounds if phase == "bo" else 0, target=target,
+            slots=[Slot(i) for i in range(n_slots)],
+        )
+        self.records.append(record)
+        return record
+
+    # ------------------------------------------------------------------ incorporation and stopping
+    def _incorporate(self, record: ConfigRecord) -> None:
+        """Incorporate buffered results in replicate order, checking the stop rule after each (§2.2)."""
+        while record.n_incorporated < len(record.slots) and record.slots[record.n_incorporated].state is SlotState.DONE:
+            slot = record.slots[record.n_incorporated]
+            self.runs[slot.run_id].status = RunStatus.USED  # type: ignore[index]
+            record.n_incorporated += 1
+            if record.phase == "bo" or self.settings.charge_initial:
+                self.n_used += 1
+            if not record.running:
+                continue  # late_results="append": grows k_t after the round, no stop check
+            if record.phase == "initial":
+                if record.n_incorporated == len(record.slots):
+                    self._finish(record, "initial")
+            else:
+                self._check_stop(record)
+            if not record.running:
+                self._after_stop(record)
+
+    def _check_stop(self, record: ConfigRecord) -> None:
+        """ERAHBO eq. 12 with ``B_t`` fixed: stop at the first certified ``k >= k_min`` (§1.8)."""
+        k = record.n_incorporated
+        settings = self.settings
+        if k < settings.k_min:
+            return
+        model = self._model(self._data_rows(with_fantasies=True))
+        x = self._x_tensor([record])
+        mu_f, sd_f, mu_var, sd_var = model.predict(x)
+        ucb_mv = float(mv_bounds(mu_f, sd_f, mu_var, sd_var, record.kappa_stop, settings.alpha)[0][0])  # type: ignore[arg-type]
+        record.trace.append((k, ucb_mv, float(sd_f[0]), float(sd_var[0])))
+        if ucb_mv <= record.incumbent_lcb:  # type: ignore[operator]
+            self._finish(record, "certified")
+        elif k >= settings.k_max:
+            self._finish(record, "k_max")
+        elif self._budget_exhausted_for(record):
+            self._finish(record, "budget")
+        elif k >= record.target:
+            record.target = self._next_target(k)
+
+    def _next_target(self, k: int) -> int:
+        """Launch policy (§2.3): doubling waves, a sliding window, or everything at once."""
+        settings = self.settings
+        if settings.launch_policy == "window":
+            return min(settings.k_max, k + settings.window)
+        if settings.launch_policy == "all":
+            return settings.k_max
+        return min(settings.k_max, 2 * k)
+
+    def _finish(self, record: ConfigRecord, status: str) -> None:
+        record.status = status
+        if status != "initial":
+            self._log_finished(record)
+
+    def _after_stop(self, record: ConfigRecord) -> None:
+        """Cancel (or, in append mode, keep) the replicates of a stopped configuration (§2.4)."""
+        keep = record.n_incorporated
+        if self.settings.late_results == "append" and record.status != "failed":
+            # in-flight replicates finish and extend k_t, in replicate order, up to the first gap
+            while keep < len(record.slots) and record.slots[keep].state is not SlotState.QUEUED:
+                keep += 1
+        self._truncate(record, keep)
+        self._incorporate(record)
+
+    def _truncate(self, record: ConfigRecord, keep: int) -> None:
+        """Drop slots from ``keep`` on: launched runs are to be cancelled, buffered results discarded."""
+        for slot in record.slots[keep:]:
+            if slot.state is SlotState.LAUNCHED:
+                self.runs[slot.run_id].status = RunStatus.CANCEL_REQUESTED  # type: ignore[index]
+            elif slot.state is SlotState.DONE:
+                self.runs[slot.run_id].status = RunStatus.DISCARDED  # type: ignore[index]
+        del record.slots[keep:]
+
+    def _close_starved_records(self) -> None:
+        """Finish running configurations that can never launch or incorporate another replicate."""
+        for record in self.records:
+            if not record.running or any(s.state is SlotState.LAUNCHED for s in record.slots):
+                continue
+            budget_left = self._budget_left()
+            if budget_left is not None and budget_left <= 0 and not self._budget_allows_launch(record):
+                self._finish(record, "budget" if record.phase == "bo" else "failed")
+                self._after_stop(record)
+
+    def _handle_failure(self, record: ConfigRecord, slot: Slot, run: Run) -> None:
+        """Failure policy (module docstring): retry with a fresh seed, then mark the config failed."""
+        run.status = RunStatus.FAILED
+        record.failures += 1
+        slot.state, slot.run_id = SlotState.QUEUED, None
+        if not record.running:  # append mode: a late run failed; later replicates cannot be appended
+            self._truncate(record, slot.replicate_index)
+            return
+        if record.failures > self.settings.max_failures_per_config:
+            logger.warning(
+                "configuration %d failed %d runs (max_failures_per_config=%d): marked failed",
+                record.config_id, record.failures, self.settings.max_failures_per_config,
+            )
+            self._finish(record, "failed")
+            self._after_stop(record)
+            if record.phase == "initial" and not (self.pool is not None and self._used_pool_rows().all()):
+                self._add_initial_config()
+
+    # ------------------------------------------------------------------ budget
+    def _charged_completed(self) -> int:
+        return self.n_used if self.settings.budget_unit == "samples" else len(self.runs)
+
+    def _budget_left(self) -> int | None:
+        """Budget not yet charged or reserved by in-flight runs (``None``: unbounded)."""
+        if self.settings.budget is None:
+            return None
+        if self.settings.budget_unit == "runs":
+            return self.settings.budget - len(self.runs)
+        reserved = sum(
+            1 for run in self.runs.values()
+            if run.status in (RunStatus.IN_FLIGHT, RunStatus.BUFFERED)
+            and (self.records[run.config_id].phase == "bo" or self.settings.charge_initial)
+        )
+        return self.settings.budget - self.n_used - reserved
+
+    def _budget_allows_launch(self, record: ConfigRecord) -> bool:
+        budget_left = self._budget_left()
+        if budget_left is None:
+            return True
+        charged = self.settings.budget_unit == "runs" or record.phase == "bo" or self.settings.charge_initial
+        return budget_left > 0 or not charged
+
+    def _budget_exhausted_for(self, record: ConfigRecord) -> bool:
+        """No further replicate of ``record`` can ever launch and none of its runs is pending."""
+        budget_left = self._budget_left()
+        if budget_left is None or budget_left > 0:
+            return False
+        return not any(s.state is SlotState.LAUNCHED for s in record.slots)
+
+    # ------------------------------------------------------------------ GP data
+    def _processed(self, values: list[float]) -> np.ndarray:
+        array = np.asarray(values, dtype=np.float64)
+        return array if self.warp is None else np.asarray(self.warp(array), dtype=np.float64)
+
+    def _has_data(self, record: ConfigRecord) -> bool:
+        done_initial = record.phase == "initial" and record.status == "initial"
+        return record.n_incorporated >= self.settings.k_min and (record.phase == "bo" or done_initial)
+
+    def _data_rows(self, with_fantasies: bool = False) -> list[tuple]:
+        """``(x, m_c, s2_c, k_c)`` of every configuration with data; pending configurations below
+        ``k_min`` get a kriging-believer fantasy (§2.5) when ``with_fantasies``."""
+        rows = [self._statistics_row(r) for r in self.records if self._has_data(r)]
+        pending = [r for r in self.records if r.running and r.phase == "bo" and not self._has_data(r)]
+        if with_fantasies and pending and rows:
+            mu_f, _, mu_var, _ = self._model(rows).predict(self._x_tensor(pending))
+            for record, m, v in zip(pending, mu_f.tolist(), mu_var.tolist(), strict=True):
+                rows.append((record.x, m, max(v, 0.0), self.settings.k_min))
+        return rows
+
+    def _statistics_row(self, record: ConfigRecord) -> tuple:
+        key = (record.config_id, record.n_incorporated)
+        row = self._row_cache.get(key)
+        if row is None:
+            mean, variance = self.statistics(record)  # type: ignore[misc]
+            row = self._row_cache[key] = (record.x, mean, variance, record.n_incorporated)
+        return row
+
+    def _model(self, rows: list[tuple]) -> RiskModel:
+        return RiskModel(self._risk_data(rows), self.hyperparameters, self.settings)  # type: ignore[arg-type]
+
+    def _risk_data(self, rows: list[tuple]) -> RiskData:
+        return RiskData.from_rows(rows, self.dim)
+
+    def _x_tensor(self, records: list[ConfigRecord]) -> torch.Tensor:
+        return torch.tensor([list(r.x) for r in records], dtype=DTYPE)
+
+    def _used_pool_rows(self) -> np.ndarray:
+        used = np.zeros(0 if self.pool is None else self.pool.shape[0], dtype=bool)
+        for record in self.records:
+            if record.pool_index is not None:
+                used[record.pool_index] = True
+        return used
+
+    def _run(self, run_id: int) -> Run:
+        try:
+            return self.runs[run_id]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown run_id={run_id!r}: it was never returned by ask()") from None
+
+    def _log_finished(self, record: ConfigRecord) -> None:
+        stats = self.statistics(record)
+        mean, variance = stats if stats is not None else (float("nan"), float("nan"))
+        why = {
+            "certified": f"UCB_MV={record.trace[-1][1]:.4g} <= B_t={record.incumbent_lcb:.4g}" if record.trace else "",
+            "k_max": f"reached k_max={self.settings.k_max}",
+            "budget": "budget exhausted",
+            "failed": f"{record.failures} failed runs",
+        }.get(record.status, "")
+        logger.info(
+            "config %d (round %d) finished: k=%d mean=%.4g var=%.4g MV=%.4g — %s (%s)",
+            record.config_id, record.round, record.n_incorporated, mean, variance,
+            mean - self.settings.alpha * variance, record.status, why,
+        )
+
+    def iter_records(self) -> Iterator[ConfigRecord]:
+        """Configurations in the order they were proposed."""
+        return iter(self.records)

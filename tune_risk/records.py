@@ -1,0 +1,121 @@
+"""Book-keeping types of the engine: replicate slots, runs, configuration records, ask() answers.
+
+A *replicate* is one training run (one seed) of one configuration. A configuration owns an ordered
+list of replicate *slots* (the seed order, ALGORITHMS.md §1.3); each launch of a slot is a *run*
+with a unique ``run_id``. A failed run puts its slot back in the queue with a fresh seed, so a slot
+can have several runs but at most one result.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class Signal(enum.Enum):
+    """``ask()`` answers other than a replicate to launch."""
+
+    WAIT = "wait"  # nothing to launch until a result (or cancellation) arrives
+    DONE = "done"  # the budget or the candidate pool is exhausted and nothing is in flight
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+WAIT = Signal.WAIT
+DONE = Signal.DONE
+
+
+@dataclass(frozen=True)
+class Replicate:
+    """One replicate run to launch: configuration ``config_id`` at unit-cube point ``x``.
+
+    ``seed`` is the training seed the run must use; ``seed_index`` is its position in the
+    configuration's seed stream (``seed == seed_index`` under common random numbers).
+    """
+
+    run_id: int
+    config_id: int
+    replicate_index: int
+    seed_index: int
+    seed: int
+    x: tuple[float, ...]
+    pool_index: int | None
+
+
+class SlotState(str, enum.Enum):
+    QUEUED = "queued"  # waiting to be launched (first time or after a failed run)
+    LAUNCHED = "launched"  # a run is in flight
+    DONE = "done"  # a finite result arrived (incorporated once all earlier slots are done)
+
+
+class RunStatus(str, enum.Enum):
+    IN_FLIGHT = "in_flight"
+    USED = "used"  # result incorporated into its configuration's sample
+    BUFFERED = "buffered"  # result arrived; waits for earlier replicates (replicate order)
+    DISCARDED = "discarded"  # completed, but its configuration had stopped: never an observation
+    CANCEL_REQUESTED = "cancel_requested"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+@dataclass
+class Slot:
+    """Replicate position ``replicate_index`` of a configuration."""
+
+    replicate_index: int
+    state: SlotState = SlotState.QUEUED
+    run_id: int | None = None
+    seed_index: int | None = None
+    value: float | None = None  # raw return once DONE
+
+
+@dataclass
+class Run:
+    """One launched run of a slot."""
+
+    run_id: int
+    config_id: int
+    replicate_index: int
+    seed_index: int
+    status: RunStatus = RunStatus.IN_FLIGHT
+    cost: float = 0.0
+
+
+@dataclass
+class ConfigRecord:
+    """Everything known about one configuration (ALGORITHMS.md §1.3).
+
+    ``status`` is ``running`` while replicates are collected; then ``initial`` (initial design),
+    ``certified`` (``UCB^MV <= B_t``, eq. 12), ``k_max``, ``budget`` or ``failed``.
+    """
+
+    config_id: int
+    x: tuple[float, ...]
+    pool_index: int | None
+    phase: str  # "initial" or "bo"
+    round: int  # BO round t (0 for the initial design)
+    target: int  # replicates this configuration may launch now (doubling waves, §2.3)
+    slots: list[Slot] = field(default_factory=list)
+    n_incorporated: int = 0
+    status: str = "running"
+    failures: int = 0
+    next_seed_index: int = 0
+    incumbent_lcb: float | None = None  # B_t, fixed for the round (eq. 10)
+    kappa_stop: float | None = None
+    trace: list[tuple[int, float, float, float]] = field(default_factory=list)  # (k, UCB^MV, σ_f, σ_var)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def incorporated_values(self) -> list[float]:
+        """Raw returns in replicate (seed) order: the configuration's sample ``Y_c``."""
+        return [slot.value for slot in self.slots[: self.n_incorporated]]  # type: ignore[misc]
+
+
+def sample_statistics(values: np.ndarray) -> tuple[float, float]:
+    """Sample mean and unbiased sample variance (ERAHBO eq. 7); needs ``k >= 2``."""
+    return float(np.mean(values)), float(np.var(values, ddof=1))

@@ -1,0 +1,129 @@
+"""Mean-variance confidence bounds from ERAHBO's two GPs (ALGORITHMS.md §1.4-1.5, ERAHBO eqs. 9, 19, 23, 24).
+
+Given the evaluated configurations ``D = {(x_c, m_c, s2_c, k_c)}`` and frozen hyperparameters,
+``RiskModel`` conditions ``G_var`` on the sample variances, derives eq. 19's per-point noise for the
+mean GP, conditions ``G_f`` on the sample means, and returns for any ``x``::
+
+    UCB^MV(x; kappa) = UCB_f(x) - alpha * LCB_var(x)        (eq. 9, 23)
+    LCB^MV(x; kappa) = LCB_f(x) - alpha * UCB_var(x)        (eq. 9, 24)
+
+with ``UCB_f = mu_f + kappa sigma_f`` etc. on the *latent* posteriors. ``LCB_var`` is not clamped
+(CODE-RAHBO does not clamp it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from tune_risk.models import (
+    DTYPE,
+    ConditionedGP,
+    GPHyperparameters,
+    fit_hyperparameters,
+    mean_gp_noise,
+    variance_gp_noise,
+)
+from tune_risk.settings import EngineSettings
+
+
+@dataclass(frozen=True)
+class RiskData:
+    """Training data of both GPs: one row per configuration (``n x d`` inputs, ``n`` statistics)."""
+
+    X: Tensor
+    mean: Tensor
+    variance: Tensor
+    k: Tensor
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple], dim: int) -> RiskData:
+        """Rows ``(x, sample_mean, sample_variance, k)`` -> tensors (float64)."""
+        if not rows:
+            return cls(torch.empty(0, dim, dtype=DTYPE), *(torch.empty(0, dtype=DTYPE) for _ in range(3)))
+        xs, means, variances, ks = zip(*rows, strict=True)
+        return cls(
+            torch.as_tensor([list(x) for x in xs], dtype=DTYPE),
+            torch.as_tensor(means, dtype=DTYPE),
+            torch.as_tensor(variances, dtype=DTYPE),
+            torch.as_tensor(ks, dtype=DTYPE),
+        )
+
+
+@dataclass(frozen=True)
+class RiskHyperparameters:
+    """Frozen hyperparameters of the pair ``(G_var, G_f)``."""
+
+    variance_gp: GPHyperparameters
+    mean_gp: GPHyperparameters
+
+    def to_dict(self) -> dict:
+        return {"variance_gp": self.variance_gp.to_dict(), "mean_gp": self.mean_gp.to_dict()}
+
+    @classmethod
+    def from_dict(cls, state: dict) -> RiskHyperparameters:
+        return cls(GPHyperparameters.from_dict(state["variance_gp"]), GPHyperparameters.from_dict(state["mean_gp"]))
+
+
+def fit_risk_hyperparameters(
+    data: RiskData, settings: EngineSettings, init: RiskHyperparameters | None = None
+) -> RiskHyperparameters:
+    """MAP-fit ``G_var`` first, then eq. 19's noise from it, then ``G_f`` (§1.4.4 order)."""
+    var_noise = variance_gp_noise(data.k, settings)
+    var_hp = fit_hyperparameters(
+        data.X, data.variance, var_noise, settings.kernel, init.variance_gp if init else None
+    )
+    var_gp = ConditionedGP(var_hp, data.X, data.variance, var_noise, settings.standardization)
+    mu_var, sd_var = var_gp.predict(data.X)
+    noise = mean_gp_noise(mu_var + settings.kappa_acq * sd_var, data.variance, data.k, settings)
+    mean_hp = fit_hyperparameters(data.X, data.mean, noise, settings.kernel, init.mean_gp if init else None)
+    return RiskHyperparameters(var_hp, mean_hp)
+
+
+class RiskModel:
+    """``G_var`` and ``G_f`` conditioned on ``data`` with frozen hyperparameters (§1.8 step 2)."""
+
+    def __init__(
+        self, data: RiskData, hyperparameters: RiskHyperparameters, settings: EngineSettings
+    ) -> None:
+        self.data = data
+        self.alpha = settings.alpha
+        self.variance_gp = ConditionedGP(
+            hyperparameters.variance_gp, data.X, data.variance, variance_gp_noise(data.k, settings),
+            settings.standardization,
+        )
+        mu_var, sd_var = self.variance_gp.predict(data.X)
+        self.ucb_var_at_data = mu_var + settings.kappa_acq * sd_var
+        self.mean_noise = mean_gp_noise(self.ucb_var_at_data, data.variance, data.k, settings)  # eq. 19
+        self.mean_gp = ConditionedGP(
+            hyperparameters.mean_gp, data.X, data.mean, self.mean_noise, settings.standardization
+        )
+
+    def predict(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(mu_f, sigma_f, mu_var, sigma_var)`` at ``X`` (``m x d``), latent posteriors."""
+        mu_f, sd_f = self.mean_gp.predict(X)
+        mu_var, sd_var = self.variance_gp.predict(X)
+        return mu_f, sd_f, mu_var, sd_var
+
+    def bounds(self, X: Tensor, kappa: float) -> tuple[Tensor, Tensor]:
+        """``(UCB^MV, LCB^MV)`` at ``X`` for multiplier ``kappa`` (eqs. 23, 24)."""
+        return mv_bounds(*self.predict(X), kappa, self.alpha)
+
+    def ucb_mv(self, X: Tensor, kappa: float) -> Tensor:
+        """``UCB^MV(x; kappa)`` (eq. 9, 23)."""
+        return self.bounds(X, kappa)[0]
+
+    def lcb_mv(self, X: Tensor, kappa: float) -> Tensor:
+        """``LCB^MV(x; kappa)`` (eq. 9, 24)."""
+        return self.bounds(X, kappa)[1]
+
+
+def mv_bounds(
+    mu_f: Tensor, sd_f: Tensor, mu_var: Tensor, sd_var: Tensor, kappa: float, alpha: float
+) -> tuple[Tensor, Tensor]:
+    """``UCB^MV = UCB_f - alpha LCB_var`` and ``LCB^MV = LCB_f - alpha UCB_var`` (eqs. 9, 23, 24)."""
+    ucb_mv = (mu_f + kappa * sd_f) - alpha * (mu_var - kappa * sd_var)  # eq. 23
+    lcb_mv = (mu_f - kappa * sd_f) - alpha * (mu_var + kappa * sd_var)  # eq. 24
+    return ucb_mv, lcb_mv

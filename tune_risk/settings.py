@@ -1,0 +1,211 @@
+"""Engine settings: every knob of ERAHBO, RAHBO and risk-neutral GP-UCB in one validated record.
+
+ERAHBO (Che et al., Sec. 4-5), RAHBO(k) and GP-UCB are *settings of one engine* (ALGORITHMS.md §1.13):
+
+=============  =========================  ===============================================
+method         replicates per config      objective
+=============  =========================  ===============================================
+``erahbo``     adaptive, ``k_min..k_max``  ``MV(x) = f(x) - alpha * rho^2(x)``
+``rahbo``      fixed ``k = k_max``         same MV objective, no early stopping
+``gp-ucb``     fixed ``k = k_max``         ``alpha = 0`` (risk neutral)
+=============  =========================  ===============================================
+
+Every default carries the tag of ALGORITHMS.md §1.14 (PAPER or CHOICE); every flag that resolves an
+ambiguity of the papers names it (A-n).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tune_risk.schedules import SCHEDULES, validate_schedule
+
+METHODS = ("erahbo", "rahbo", "gp-ucb")
+LAUNCH_POLICIES = ("doubling", "window", "all")
+MEAN_NOISE = ("eq19", "plugin", "rahbo_code")
+VAR_NOISE = ("learned", "theory", "k_aware")
+KERNELS = ("rbf", "matern52")
+REFIT = ("once", "every_round")
+STANDARDIZATION = ("frozen", "per_build")
+BETA_CONVENTIONS = ("sqrt", "multiplier")
+LATE_RESULTS = ("discard", "append")
+BUDGET_UNITS = ("samples", "runs")
+WARP_MODES = ("online", "none")
+LENGTHSCALES = ("mll",)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Validated settings of the ask/tell engine.
+
+    Attributes (defaults are the ERAHBO paper's, ALGORITHMS.md §1.14):
+        method: ``"erahbo"``, ``"rahbo"`` or ``"gp-ucb"`` (see module docstring).
+        alpha: risk aversion ``alpha >= 0`` of ``MV = f - alpha * rho^2`` (ERAHBO eq. 5).
+        k_min, k_max: replicate bounds, ``2 <= k_min <= k_max`` (a variance needs two samples).
+        k_init: replicates per initial-design configuration; ``None`` means ``k_max`` (A-8).
+        n_initial: configurations of the scrambled-Sobol initial design.
+        beta: acquisition ``beta``; ``kappa_acq = sqrt(beta)`` (A-1).
+        beta_stop: ``beta_stop,max`` of the stop rule (ERAHBO eq. 12, App. C.5).
+        beta_stop_schedule / schedule_param: ``constant``, ``exponential`` (gamma) or ``sigmoid`` (s).
+        budget: replicate-run budget ``N_max``; ``None`` means unbounded (the caller stops asking).
+        budget_unit: ``"samples"`` charges incorporated BO replicates (the paper's ``N_used``, A-16);
+            ``"runs"`` charges every launched run, initial design, cancelled and failed ones included
+            (Ray Tune's ``num_samples``).
+        charge_initial: with ``budget_unit="samples"``, also charge the initial design.
+        rho_bar_sq: variance bound used to clip ``UCB_var`` in eq. 19 (0.25 on warped returns, A-5).
+        warp: ``"online"`` fits the Vizier warper on the initial design and freezes it (§1.2);
+            ``"none"`` uses returns as given (e.g. already warped offline with a pooled warp).
+        mean_noise, var_noise: A-4 and A-6 resolutions for the two GPs.
+        kernel: ``"rbf"`` (BoTorch default with dimension-scaled prior, A-14) or ``"matern52"``.
+        refit: hyperparameters fitted ``"once"`` on the initial design, or ``"every_round"`` (A-7).
+        standardization: ``"frozen"`` output-standardisation constants (fitted with the
+            hyperparameters, §1.4.4 recommendation) or ``"per_build"`` (BoTorch ``Standardize``).
+        beta_convention: ``"sqrt"`` (kappa = sqrt(beta)) or ``"multiplier"`` (kappa = beta).
+        launch_policy / window: doubling waves (§2.3), a sliding window of ``window`` replicates
+            in flight, or all ``k_max`` at once.
+        max_active_configs: configurations sampled at the same time; 1 is the decision-equivalent
+            mode (§2.6), more is the asynchronous mode (§2.5).
+        late_results: ``"discard"`` cancels in-flight replicates of a stopped configuration;
+            ``"append"`` lets them finish and appends them in replicate order (§2.4).
+        max_failures_per_config: failed replicate runs (errors, NaN/inf) tolerated per
+            configuration; each is retried with a fresh seed, one more marks it failed.
+        common_random_numbers: replicate ``i`` of every configuration uses seed ``i``.
+        pool_exclude_evaluated: exclude evaluated pool rows from the acquisition (A-10).
+        num_restarts / raw_samples: ``optimize_acqf`` settings on the continuous cube.
+        seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).
+    """
+
+    method: str = "erahbo"
+    alpha: float = 1.0
+    k_min: int = 2
+    k_max: int = 20
+    k_init: int | None = None
+    n_initial: int = 5
+    beta: float = 2.5
+    beta_stop: float = 1.0
+    beta_stop_schedule: str = "constant"
+    schedule_param: float | None = None
+    budget: int | None = None
+    budget_unit: str = "samples"
+    charge_initial: bool = False
+    rho_bar_sq: float = 0.25
+    warp: str = "online"
+    mean_noise: str = "eq19"
+    var_noise: str = "learned"
+    kernel: str = "rbf"
+    refit: str = "once"
+    standardization: str = "frozen"
+    beta_convention: str = "sqrt"
+    launch_policy: str = "doubling"
+    window: int = 2
+    max_active_configs: int = 1
+    late_results: str = "discard"
+    max_failures_per_config: int = 2
+    common_random_numbers: bool = False
+    lengthscale: str = "mll"
+    num_restarts: int = 4
+    raw_samples: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_choice("method", self.method, METHODS)
+        _check_number("alpha", self.alpha, minimum=0.0)
+        _check_int("k_min", self.k_min, minimum=2, why="a sample variance needs two replicates")
+        _check_int("k_max", self.k_max, minimum=self.k_min, why=f"k_max must be >= k_min={self.k_min}")
+        if self.k_init is not None:
+            _check_int("k_init", self.k_init, minimum=2, why="a sample variance needs two replicates")
+        _check_int("n_initial", self.n_initial, minimum=2, why="the GPs need two configurations")
+        _check_number("beta", self.beta, minimum=0.0, strict=True)
+        _check_number("beta_stop", self.beta_stop, minimum=0.0)
+        validate_schedule(self.beta_stop_schedule, self.schedule_param)
+        if self.budget is not None:
+            _check_int("budget", self.budget, minimum=1)
+        _check_choice("budget_unit", self.budget_unit, BUDGET_UNITS)
+        _check_number("rho_bar_sq", self.rho_bar_sq, minimum=0.0, strict=True)
+        for name, valid in (
+            ("warp", WARP_MODES), ("mean_noise", MEAN_NOISE), ("var_noise", VAR_NOISE),
+            ("kernel", KERNELS), ("refit", REFIT), ("standardization", STANDARDIZATION),
+            ("beta_convention", BETA_CONVENTIONS), ("launch_policy", LAUNCH_POLICIES),
+            ("late_results", LATE_RESULTS), ("lengthscale", LENGTHSCALES),
+        ):
+            _check_choice(name, getattr(self, name), valid)
+        _check_int("window", self.window, minimum=1)
+        _check_int("max_active_configs", self.max_active_configs, minimum=1)
+        _check_int("max_failures_per_config", self.max_failures_per_config, minimum=0)
+        _check_int("num_restarts", self.num_restarts, minimum=1)
+        _check_int("raw_samples", self.raw_samples, minimum=1)
+        _check_int("seed", self.seed, minimum=0)
+        if self.method == "gp-ucb" and self.alpha != 0.0:
+            raise ValueError(f"method='gp-ucb' is risk neutral and needs alpha=0, got alpha={self.alpha!r}")
+        if self.method in ("rahbo", "gp-ucb") and self.k_min != self.k_max:
+            raise ValueError(
+                f"method={self.method!r} uses a fixed number of replicates: k_min must equal k_max, "
+                f"got k_min={self.k_min}, k_max={self.k_max} (use EngineSettings.for_method)"
+            )
+        if self.budget is not None and self.budget_unit == "runs":
+            initial_runs = self.n_initial * self.replicates_initial
+            if self.budget < initial_runs:
+                raise ValueError(
+                    f"budget={self.budget} runs is smaller than the initial design "
+                    f"(n_initial={self.n_initial} x k_init={self.replicates_initial} = {initial_runs})"
+                )
+
+    @classmethod
+    def for_method(cls, method: str, **overrides: Any) -> EngineSettings:
+        """Settings of ``method`` with the paper's defaults (§1.13), then ``overrides``.
+
+        ``rahbo`` and ``gp-ucb`` use a fixed ``k``: ``k_min = k_max = k`` where ``k`` is the
+        override ``k`` if given, else ``k_max`` (default 20). ``gp-ucb`` forces ``alpha = 0``.
+        """
+        _check_choice("method", method, METHODS)
+        k = overrides.pop("k", None)
+        if method in ("rahbo", "gp-ucb"):
+            k = k if k is not None else overrides.get("k_max", 20)
+            overrides["k_min"] = overrides["k_max"] = k
+        elif k is not None:
+            raise ValueError(f"'k' fixes the replicates of rahbo/gp-ucb; for erahbo give k_min/k_max, got k={k!r}")
+        if method == "gp-ucb":
+            overrides["alpha"] = 0.0
+        return cls(method=method, **overrides)
+
+    @property
+    def replicates_initial(self) -> int:
+        """``k_init``: replicates of each initial-design configuration (A-8)."""
+        return self.k_init if self.k_init is not None else self.k_max
+
+    def kappa(self, beta: float) -> float:
+        """Confidence multiplier for a ``beta`` (A-1): ``sqrt(beta)``, or ``beta`` itself."""
+        return math.sqrt(beta) if self.beta_convention == "sqrt" else beta
+
+    @property
+    def kappa_acq(self) -> float:
+        """``kappa_acq``: the acquisition's multiplier, used for both GPs (A-2)."""
+        return self.kappa(self.beta)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form, for ``state_dict``."""
+        return dataclasses.asdict(self)
+
+
+def _check_choice(name: str, value: Any, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"unknown {name}={value!r}; valid values are {', '.join(map(repr, valid))}")
+
+
+def _check_number(name: str, value: Any, *, minimum: float, strict: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if value < minimum or (strict and value == minimum):
+        relation = ">" if strict else ">="
+        raise ValueError(f"{name} must be {relation} {minimum:g}, got {name}={value!r}")
+
+
+def _check_int(name: str, value: Any, *, minimum: int, why: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name} must be >= {minimum}, got {name}={value!r}{reason}")
