@@ -1,1 +1,36 @@
-"""tune_risk."""
+"""tune_risk: risk-aware, seed-efficient hyperparameter optimisation of RL for Ray Tune.
+
+``RiskAwareSearch`` (a Ray Tune ``Searcher``) and ``ReplicateScheduler`` (its companion
+``TrialScheduler``) run ERAHBO: one Tune trial per training seed, mean-variance objective,
+replicates cancelled once a configuration is certified worse than the incumbent. The pure ask/tell
+``Engine`` underneath has no Ray or JAX dependency. This package never imports JAX.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__"]
+
+if TYPE_CHECKING:
+    from tune_risk.engine import Engine
+    from tune_risk.scheduler import ReplicateScheduler
+    from tune_risk.searcher import RiskAwareSearch
+    from tune_risk.settings import EngineSettings
+
+_LAZY = {
+    "Engine": "tune_risk.engine",
+    "EngineSettings": "tune_risk.settings",
+    "RiskAwareSearch": "tune_risk.searcher",
+    "ReplicateScheduler": "tune_risk.scheduler",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import lazily: ``import tune_risk`` stays cheap and Ray loads only for the Tune adapters."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tune_risk' has no attribute {name!r}")

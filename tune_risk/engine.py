@@ -80,6 +80,10 @@ class Engine:
             is an exact argmax over its unevaluated rows.
         warp: a pre-fitted ``FrozenWarp`` (the pooled offline warp); ``None`` with
             ``settings.warp == "online"`` fits one on the initial design.
+        initial_points: user configurations (``m x d`` unit cube) that open the initial design
+            before the Sobol points (Ray's ``points_to_evaluate``); snapped to the pool if any.
+        initial_values: for each initial point, returns already observed (Ray's
+            ``evaluated_rewards``): they fill its first replicate slots without runs.
     """
 
     def __init__(
@@ -88,6 +92,8 @@ class Engine:
         dim: int | None = None,
         pool: np.ndarray | None = None,
         warp: FrozenWarp | None = None,
+        initial_points: np.ndarray | None = None,
+        initial_values: list[list[float]] | None = None,
     ) -> None:
         if (dim is None) == (pool is None):
             raise ValueError("give exactly one of dim (continuous unit cube) or pool (finite candidates)")
@@ -110,7 +116,7 @@ class Engine:
         self.initial_points_drawn = 0
         self.compute_spent = 0.0
         self._row_cache: dict[tuple[int, int], tuple] = {}  # derived; not part of the state
-        self._start_initial_design()
+        self._start_initial_design(initial_points, initial_values)
 
     # ------------------------------------------------------------------ public ask/tell surface
     def ask(self) -> Replicate | Signal:
@@ -225,6 +231,14 @@ class Engine:
         lcb = model.lcb_mv(self._x_tensor(records), self.settings.kappa_acq)
         return records[int(torch.argmax(lcb))]
 
+    @property
+    def rho_bar_sq(self) -> float:
+        """Variance bound of the processed returns (eq. 19's clip): the setting, else the warp's
+        Popoviciu bound (0.25 on [-0.5, 0.5], A-5)."""
+        if self.settings.rho_bar_sq is not None:
+            return self.settings.rho_bar_sq
+        return 0.25 if self.warp is None else self.warp.variance_bound
+
     def replicate_seed(self, config_id: int, seed_index: int) -> int:
         """Training seed of stream position ``seed_index`` of a configuration (31-bit)."""
         if self.settings.common_random_numbers:
@@ -243,27 +257,45 @@ class Engine:
         return engine_from_state(cls, state)
 
     # ------------------------------------------------------------------ initial design
-    def _start_initial_design(self) -> None:
-        for _ in range(self.settings.n_initial):
+    def _start_initial_design(self, points: np.ndarray | None, values: list[list[float]] | None) -> None:
+        points = np.zeros((0, self.dim)) if points is None else np.asarray(points, dtype=np.float64)
+        if points.ndim != 2 or points.shape[1] != self.dim or not np.isfinite(points).all():
+            raise ValueError(f"initial_points must be a finite (m x {self.dim}) array, got shape {points.shape}")
+        if values is not None and len(values) != len(points):
+            raise ValueError(f"initial_values has {len(values)} entries for {len(points)} initial_points")
+        for i, point in enumerate(np.clip(points, 0.0, 1.0)):
+            record = self._add_initial_record(point)
+            given = [] if values is None else [float(v) for v in values[i]]
+            if not all(math.isfinite(v) for v in given):
+                raise ValueError(f"initial_values[{i}] contains NaN or infinite returns: {values[i]!r}")
+            record.slots.extend(Slot(j) for j in range(len(record.slots), len(given)))
+            for slot, value in zip(record.slots, given, strict=False):
+                slot.state, slot.value = SlotState.DONE, value
+            self._incorporate(record)
+        for _ in range(len(points), self.settings.n_initial):
             self._add_initial_config()
 
     def _add_initial_config(self) -> None:
+        """The next scrambled-Sobol point of the initial design (§1.11)."""
         index = self.initial_points_drawn
-        point = sobol_points(self.dim, index + 1, self.settings.seed)[index]
         self.initial_points_drawn += 1
+        self._add_initial_record(sobol_points(self.dim, index + 1, self.settings.seed)[index])
+
+    def _add_initial_record(self, point: np.ndarray) -> ConfigRecord:
         pool_index = None
         if self.pool is not None:
             pool_index = snap_to_pool(point, self.pool, self._used_pool_rows())
             point = self.pool[pool_index]
         k_init = self.settings.replicates_initial
-        self._add_record(tuple(float(v) for v in point), pool_index, "initial", k_init)
+        return self._add_record(tuple(float(v) for v in point), pool_index, "initial", k_init)
 
     def _fit_after_initial_design(self) -> None:
         """Fit and freeze the output warp (online mode, §1.2) and the hyperparameters (§1.4.4)."""
         if self.warp is None and self.settings.warp == "online":
             values = [v for r in self.records if self._has_data(r) for v in r.incorporated_values()]
-            self.warp = fit_warp(np.asarray(values))
-        self._set_hyperparameters(fit_risk_hyperparameters(self._risk_data(self._data_rows()), self.settings))
+            self.warp = fit_warp(np.asarray(values), bound=self.settings.warp_bound)
+        data = self._risk_data(self._data_rows())
+        self._set_hyperparameters(fit_risk_hyperparameters(data, self.settings, self.rho_bar_sq))
 
     def _set_hyperparameters(self, hyperparameters: RiskHyperparameters) -> None:
         self.hyperparameters = hyperparameters
@@ -283,7 +315,9 @@ class Engine:
         settings = self.settings
         if settings.refit == "every_round" and self.rounds > 0:
             data = self._risk_data(self._data_rows())
-            self._set_hyperparameters(fit_risk_hyperparameters(data, settings, init=self.hyperparameters))
+            self._set_hyperparameters(
+                fit_risk_hyperparameters(data, settings, self.rho_bar_sq, init=self.hyperparameters)
+            )
         self.rounds += 1
         rows = self._data_rows(with_fantasies=True)
         model = self._model(rows)
@@ -346,7 +380,8 @@ class Engine:
         """Incorporate buffered results in replicate order, checking the stop rule after each (§2.2)."""
         while record.n_incorporated < len(record.slots) and record.slots[record.n_incorporated].state is SlotState.DONE:
             slot = record.slots[record.n_incorporated]
-            self.runs[slot.run_id].status = RunStatus.USED  # type: ignore[index]
+            if slot.run_id is not None:  # None: a return given by the user (initial_values)
+                self.runs[slot.run_id].status = RunStatus.USED
             record.n_incorporated += 1
             if record.phase == "bo" or self.settings.charge_initial:
                 self.n_used += 1
@@ -501,7 +536,7 @@ class Engine:
         return row
 
     def _model(self, rows: list[tuple]) -> RiskModel:
-        return RiskModel(self._risk_data(rows), self.hyperparameters, self.settings)  # type: ignore[arg-type]
+        return RiskModel(self._risk_data(rows), self.hyperparameters, self.settings, self.rho_bar_sq)  # type: ignore[arg-type]
 
     def _risk_data(self, rows: list[tuple]) -> RiskData:
         return RiskData.from_rows(rows, self.dim)

@@ -230,19 +230,19 @@ def _cholesky(matrix: Tensor) -> Tensor:
     raise RuntimeError(f"GP covariance is not positive definite even with jitter {_JITTERS[-1]}")
 
 
-def variance_gp_noise(k: Tensor, settings: EngineSettings) -> Tensor | None:
+def variance_gp_noise(k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor | None:
     """Noise of ``G_var`` in raw units (A-6): learned (``None``), the uniform bound
     ``R^2 = 2 rho_bar^4 / (k_min - 1)`` or the k-aware ``2 rho_bar^4 / (k_c - 1)`` (App. A, Ass. 2)."""
     if settings.var_noise == "learned":
         return None
     k_eff = torch.full_like(k, settings.k_min) if settings.var_noise == "theory" else k
-    return 2.0 * settings.rho_bar_sq**2 / (k_eff - 1.0)
+    return 2.0 * rho_bar_sq**2 / (k_eff - 1.0)
 
 
-def mean_gp_noise(ucb_var: Tensor, s2: Tensor, k: Tensor, settings: EngineSettings) -> Tensor:
+def mean_gp_noise(ucb_var: Tensor, s2: Tensor, k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor:
     """Fixed noise ``Sigma_c`` of ``G_f`` (A-4): ERAHBO eq. 19, the plug-in ``s2/k`` or RAHBO's code ``s2``."""
     if settings.mean_noise == "eq19":
-        return ucb_var.clamp(NOISE_FLOOR, settings.rho_bar_sq) / k  # ERAHBO eq. 19
+        return ucb_var.clamp(NOISE_FLOOR, rho_bar_sq) / k  # ERAHBO eq. 19
     if settings.mean_noise == "plugin":
         return s2.clamp_min(NOISE_FLOOR) / k
     return s2.clamp_min(NOISE_FLOOR)

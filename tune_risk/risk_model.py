@@ -68,35 +68,38 @@ class RiskHyperparameters:
 
 
 def fit_risk_hyperparameters(
-    data: RiskData, settings: EngineSettings, init: RiskHyperparameters | None = None
+    data: RiskData, settings: EngineSettings, rho_bar_sq: float, init: RiskHyperparameters | None = None
 ) -> RiskHyperparameters:
     """MAP-fit ``G_var`` first, then eq. 19's noise from it, then ``G_f`` (§1.4.4 order)."""
-    var_noise = variance_gp_noise(data.k, settings)
+    var_noise = variance_gp_noise(data.k, settings, rho_bar_sq)
     var_hp = fit_hyperparameters(
         data.X, data.variance, var_noise, settings.kernel, init.variance_gp if init else None
     )
     var_gp = ConditionedGP(var_hp, data.X, data.variance, var_noise, settings.standardization)
     mu_var, sd_var = var_gp.predict(data.X)
-    noise = mean_gp_noise(mu_var + settings.kappa_acq * sd_var, data.variance, data.k, settings)
+    noise = mean_gp_noise(mu_var + settings.kappa_acq * sd_var, data.variance, data.k, settings, rho_bar_sq)
     mean_hp = fit_hyperparameters(data.X, data.mean, noise, settings.kernel, init.mean_gp if init else None)
     return RiskHyperparameters(var_hp, mean_hp)
 
 
 class RiskModel:
-    """``G_var`` and ``G_f`` conditioned on ``data`` with frozen hyperparameters (§1.8 step 2)."""
+    """``G_var`` and ``G_f`` conditioned on ``data`` with frozen hyperparameters (§1.8 step 2).
+
+    ``rho_bar_sq`` is the variance bound of the (warped) returns that clips eq. 19.
+    """
 
     def __init__(
-        self, data: RiskData, hyperparameters: RiskHyperparameters, settings: EngineSettings
+        self, data: RiskData, hyperparameters: RiskHyperparameters, settings: EngineSettings, rho_bar_sq: float
     ) -> None:
         self.data = data
         self.alpha = settings.alpha
         self.variance_gp = ConditionedGP(
-            hyperparameters.variance_gp, data.X, data.variance, variance_gp_noise(data.k, settings),
+            hyperparameters.variance_gp, data.X, data.variance, variance_gp_noise(data.k, settings, rho_bar_sq),
             settings.standardization,
         )
         mu_var, sd_var = self.variance_gp.predict(data.X)
         self.ucb_var_at_data = mu_var + settings.kappa_acq * sd_var
-        self.mean_noise = mean_gp_noise(self.ucb_var_at_data, data.variance, data.k, settings)  # eq. 19
+        self.mean_noise = mean_gp_noise(self.ucb_var_at_data, data.variance, data.k, settings, rho_bar_sq)  # eq. 19
         self.mean_gp = ConditionedGP(
             hyperparameters.mean_gp, data.X, data.mean, self.mean_noise, settings.standardization
         )

@@ -31,7 +31,7 @@ def validate_schedule(name: str, param: float | None = None) -> float | None:
             finite real, its sign is irrelevant; default 10), and ``None`` for ``constant``.
 
     Raises:
-        ValueError: naming ``beta_stop_schedule`` or ``beta_stop_schedule_param`` and the valid
+        ValueError: naming ``beta_stop_schedule`` or ``schedule_param`` and the valid
             values.
     """
     if not isinstance(name, str) or name not in SCHEDULES:
@@ -39,7 +39,7 @@ def validate_schedule(name: str, param: float | None = None) -> float | None:
     if name == "constant":
         if param is not None:
             raise ValueError(
-                f"beta_stop_schedule_param must be None for beta_stop_schedule='constant', got {param!r}."
+                f"schedule_param must be None for beta_stop_schedule='constant', got {param!r}."
             )
         return None
     if param is None:
@@ -47,7 +47,7 @@ def validate_schedule(name: str, param: float | None = None) -> float | None:
     if isinstance(param, bool) or not isinstance(param, numbers.Real) or not math.isfinite(param):
         symbol = "gamma" if name == "exponential" else "s"
         raise ValueError(
-            f"beta_stop_schedule_param ({symbol} of the {name!r} schedule) must be a finite real "
+            f"schedule_param ({symbol} of the {name!r} schedule) must be a finite real "
             f"number or None, got {param!r}."
         )
     return float(param)

@@ -55,9 +55,15 @@ class EngineSettings:
             ``"runs"`` charges every launched run, initial design, cancelled and failed ones included
             (Ray Tune's ``num_samples``).
         charge_initial: with ``budget_unit="samples"``, also charge the initial design.
-        rho_bar_sq: variance bound used to clip ``UCB_var`` in eq. 19 (0.25 on warped returns, A-5).
+        rho_bar_sq: variance bound used to clip ``UCB_var`` in eq. 19; ``None`` takes the bound
+            implied by the warp (Popoviciu, A-5): 0.25 for the pooled warp onto [-0.5, 0.5],
+            ``warp_bound**2`` online.
         warp: ``"online"`` fits the Vizier warper on the initial design and freezes it (§1.2);
             ``"none"`` uses returns as given (e.g. already warped offline with a pooled warp).
+        warp_bound: the online warp maps the initial design's range onto [-0.5, 0.5] and
+            extrapolates linearly up to ``[-warp_bound, warp_bound]``. The spec's literal clip at
+            0.5 would make every return above the initial design's best one identical, blinding
+            the search exactly where it matters; 1.0 keeps them ordered.
         mean_noise, var_noise: A-4 and A-6 resolutions for the two GPs.
         kernel: ``"rbf"`` (BoTorch default with dimension-scaled prior, A-14) or ``"matern52"``.
         refit: hyperparameters fitted ``"once"`` on the initial design, or ``"every_round"`` (A-7).
@@ -91,8 +97,9 @@ class EngineSettings:
     budget: int | None = None
     budget_unit: str = "samples"
     charge_initial: bool = False
-    rho_bar_sq: float = 0.25
+    rho_bar_sq: float | None = None
     warp: str = "online"
+    warp_bound: float = 1.0
     mean_noise: str = "eq19"
     var_noise: str = "learned"
     kernel: str = "rbf"
@@ -124,7 +131,9 @@ class EngineSettings:
         if self.budget is not None:
             _check_int("budget", self.budget, minimum=1)
         _check_choice("budget_unit", self.budget_unit, BUDGET_UNITS)
-        _check_number("rho_bar_sq", self.rho_bar_sq, minimum=0.0, strict=True)
+        if self.rho_bar_sq is not None:
+            _check_number("rho_bar_sq", self.rho_bar_sq, minimum=0.0, strict=True)
+        _check_number("warp_bound", self.warp_bound, minimum=0.5)
         for name, valid in (
             ("warp", WARP_MODES), ("mean_noise", MEAN_NOISE), ("var_noise", VAR_NOISE),
             ("kernel", KERNELS), ("refit", REFIT), ("standardization", STANDARDIZATION),

@@ -147,6 +147,7 @@ class FrozenWarp:
 
     raw_knots: np.ndarray
     warped_knots: np.ndarray
+    bound: float = WARPED_MAX
 
     def __post_init__(self) -> None:
         raw = np.array(self.raw_knots, dtype=np.float64).ravel()  # own copies, made read-only below
@@ -162,6 +163,9 @@ class FrozenWarp:
             raise ValueError("raw_knots must be strictly increasing and warped_knots non-decreasing.")
         if warped.min() < WARPED_MIN or warped.max() > WARPED_MAX:
             raise ValueError(f"warped_knots must lie in [{WARPED_MIN}, {WARPED_MAX}].")
+        if not (isinstance(self.bound, int | float) and self.bound >= WARPED_MAX):
+            raise ValueError(f"bound must be a number >= {WARPED_MAX}, got bound={self.bound!r}")
+        object.__setattr__(self, "bound", float(self.bound))
         raw.setflags(write=False)
         warped.setflags(write=False)
         object.__setattr__(self, "raw_knots", raw)
@@ -189,11 +193,23 @@ class FrozenWarp:
         if below.any() or above.any():
             out = np.where(below, self._extrapolate(arr, 0, 1), out)
             out = np.where(above, self._extrapolate(arr, -1, -2), out)
-        return np.clip(out, WARPED_MIN, WARPED_MAX)
+        return np.clip(out, -self.bound, self.bound)
+
+    @property
+    def variance_bound(self) -> float:
+        """Popoviciu's bound ``rho_bar^2 = bound^2`` on the variance of warped returns (A-5)."""
+        return self.bound**2
 
     def _extrapolate(self, arr: np.ndarray, end: int, inner: int) -> np.ndarray:
-        """Continue the end segment ``(knot[inner], knot[end])`` linearly (slope ≥ 0; ±inf safe)."""
+        """Continue linearly beyond the end knot (slope >= 0; ±inf safe).
+
+        With ``bound = 0.5`` the clip makes this constant. With a wider ``bound`` (online use) the
+        slope is the secant over the outer half of the knots (median knot to end knot): robust to a
+        flat last segment, so that returns better than every initial-design return still rank.
+        """
         xk, wk = self.raw_knots, self.warped_knots
+        if self.bound > WARPED_MAX:
+            inner = xk.size // 2
         slope = (wk[end] - wk[inner]) / (xk[end] - xk[inner])
         if not slope > 0.0:
             return np.full(arr.shape, wk[end])
@@ -202,7 +218,7 @@ class FrozenWarp:
 
     def state_dict(self) -> dict[str, list[float]]:
         """Plain-Python state (lists of floats) for checkpoints; exact round trip."""
-        return {"raw_knots": self.raw_knots.tolist(), "warped_knots": self.warped_knots.tolist()}
+        return {"raw_knots": self.raw_knots.tolist(), "warped_knots": self.warped_knots.tolist(), "bound": self.bound}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> FrozenWarp:
@@ -210,12 +226,12 @@ class FrozenWarp:
         missing = {"raw_knots", "warped_knots"} - set(state)
         if missing:
             raise ValueError(f"state is missing key(s) {sorted(missing)}; expected 'raw_knots', 'warped_knots'.")
-        return cls(np.asarray(state["raw_knots"]), np.asarray(state["warped_knots"]))
+        return cls(np.asarray(state["raw_knots"]), np.asarray(state["warped_knots"]), state.get("bound", WARPED_MAX))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FrozenWarp):
             return NotImplemented
-        return np.array_equal(self.raw_knots, other.raw_knots) and np.array_equal(
+        return self.bound == other.bound and np.array_equal(self.raw_knots, other.raw_knots) and np.array_equal(
             self.warped_knots, other.warped_knots
         )
 
@@ -227,11 +243,14 @@ class FrozenWarp:
         return f"FrozenWarp(n_knots={self.raw_knots.size}, raw_range=[{lo:.6g}, {hi:.6g}])"
 
 
-def fit_warp(y: np.ndarray) -> FrozenWarp:
+def fit_warp(y: np.ndarray, bound: float = WARPED_MAX) -> FrozenWarp:
     """Fit Vizier's default warper on finite raw returns and freeze it (§1.2, online use).
 
     Args:
         y: finite raw returns, normally 1-D (entries of an array of any shape are pooled).
+        bound: outputs are clipped to ``[-bound, bound]``. 0.5 (the fitted range) suits a pooled
+            table that contains every return; online, returns outside the initial design's range
+            must still rank, so the engine uses a wider bound and linear extrapolation.
 
     Returns:
         The frozen warp; ``fit_warp(y)(y) == warp_values(y)`` exactly.
@@ -240,4 +259,4 @@ def fit_warp(y: np.ndarray) -> FrozenWarp:
         ValueError: if ``y`` is empty or contains NaN or ±inf.
     """
     unique, warped = _fit_knots(_validate_returns(y))
-    return FrozenWarp(unique, warped)
+    return FrozenWarp(unique, warped, bound)
