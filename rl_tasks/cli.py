@@ -1,0 +1,88 @@
+"""``tune-risk generate``: the dataset generator's command line (JAX-free until the command runs).
+
+``tune_risk.cli`` calls :func:`register` to add the subcommand; ``python -m rl_tasks.cli generate ...`` runs it
+on its own. Example::
+
+    tune-risk generate --algo ppo --env CartPole-v1 --configs 128 --seeds 50 --steps 100000 \\
+        --out datasets/ppo_cartpole.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rl_tasks.envs import ALGORITHMS, ENVIRONMENTS
+
+
+def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``generate`` options to a parser."""
+    parser.add_argument("--algo", required=True, choices=ALGORITHMS, help="RL algorithm")
+    parser.add_argument("--env", required=True, help=f"environment, one of {sorted(ENVIRONMENTS)} (or an alias)")
+    parser.add_argument("--configs", type=int, default=128, help="number of scrambled-Sobol configurations")
+    parser.add_argument("--seeds", type=int, default=50, help="seeds 0..N-1 per configuration")
+    parser.add_argument("--steps", type=int, default=100_000, help="training environment steps per run")
+    parser.add_argument("--out", required=True, help="output parquet path (metadata goes to <out>.json)")
+    parser.add_argument("--sobol-seed", type=int, default=0, help="seed of the Sobol scrambling")
+    parser.add_argument("--eval-episodes", type=int, default=128, help="greedy evaluation episodes at the end")
+    parser.add_argument("--devices", type=int, default=1, help="JAX devices per call (pmap over seeds)")
+    parser.add_argument("--seeds-per-call", type=int, default=None, help="seeds per JAX call (default: all)")
+    parser.add_argument("--ray", action="store_true", help="compute configurations as parallel Ray tasks")
+    parser.add_argument("--max-new", type=int, default=None, help="stop after this many new configurations")
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """Run the generator with parsed arguments; returns the process exit code."""
+    from rl_tasks.generate import generate_table  # noqa: PLC0415 - imports JAX
+
+    argv = getattr(args, "argv", None)
+    command = "tune-risk generate " + " ".join(shlex.quote(a) for a in (argv or _after(sys.argv[1:], "generate")))
+    table = generate_table(
+        args.algo, args.env, args.configs, args.seeds, args.steps, args.out, seed=args.sobol_seed,
+        ray_parallel=args.ray, eval_episodes=args.eval_episodes, devices=args.devices,
+        seeds_per_call=args.seeds_per_call, command=command, max_new=args.max_new,
+    )
+    if table is None:
+        print(f"stopped early; rerun the same command to resume ({args.out})", file=sys.stderr)
+        return 0
+    per_config = table.groupby("config_id")["performance"].mean()
+    print(f"wrote {args.out} ({len(table)} rows); mean return per configuration: best {per_config.max():.2f}, "
+          f"worst {per_config.min():.2f}, median {per_config.median():.2f}")
+    return 0
+
+
+def _after(argv: list[str], word: str) -> list[str]:
+    return argv[argv.index(word) + 1:] if word in argv else argv
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``generate`` subcommand to an ``argparse`` subparsers object; returns its parser.
+
+    The parser's default ``func`` is :func:`run_generate` (call ``args.func(args)``).
+    """
+    parser = subparsers.add_parser(
+        "generate", help="generate an offline table of RL returns (configurations x seeds)",
+        description="Generate an ARLBench-style offline table with rl_tasks (resumable).",
+    )
+    add_generate_arguments(parser)
+    parser.set_defaults(func=run_generate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rl_tasks.cli generate ...``."""
+    parser = argparse.ArgumentParser(prog="python -m rl_tasks.cli")
+    register(parser.add_subparsers(dest="command", required=True))
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    args = parser.parse_args(argv)
+    args.argv = _after(argv, "generate")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
