@@ -119,12 +119,12 @@ def test_unknown_name_raises(name):
     "name,param", [("exponential", math.nan), ("exponential", math.inf), ("sigmoid", "10"), ("sigmoid", True)]
 )
 def test_bad_parameter_raises(name, param):
-    with pytest.raises(ValueError, match="beta_stop_schedule_param"):
+    with pytest.raises(ValueError, match="schedule_param"):
         validate_schedule(name, param)
 
 
 def test_constant_rejects_parameter():
-    with pytest.raises(ValueError, match="beta_stop_schedule_param"):
+    with pytest.raises(ValueError, match="schedule_param"):
         schedule_value("constant", 0.5, 3.0)
 
 

@@ -181,7 +181,9 @@ def test_state_dict_round_trip_is_exact_and_plain():
     y = np.random.default_rng(0).normal(size=50)
     frozen = fit_warp(np.concatenate([y, y[:5]]))
     state = frozen.state_dict()
-    assert all(type(v) is list and all(type(e) is float for e in v) for v in state.values())
+    assert type(state["bound"]) is float
+    knots = [state["raw_knots"], state["warped_knots"]]
+    assert all(type(v) is list and all(type(e) is float for e in v) for v in knots)
     restored = FrozenWarp.from_state_dict(json.loads(json.dumps(state)))
     assert restored == frozen and hash(restored) == hash(frozen)
     probe = np.linspace(-4, 4, 101)
@@ -226,3 +228,19 @@ def test_invalid_inputs_raise(bad):
 def test_frozen_warp_rejects_nan():
     with pytest.raises(ValueError, match="NaN"):
         fit_warp(np.array([0.0, 1.0]))(np.array([0.5, np.nan]))
+
+
+def test_wide_bound_keeps_returns_beyond_the_fitted_range_ordered():
+    """Online use: returns better than every fitted return must still rank (not saturate at 0.5)."""
+    y = np.random.default_rng(3).normal(size=12)
+    narrow, wide = fit_warp(y), fit_warp(y, bound=1.0)
+    beyond = y.max() + np.array([0.1, 0.5, 1.0, 2.0])
+    np.testing.assert_array_equal(narrow(beyond), np.full(4, 0.5))
+    out = wide(beyond)
+    assert np.all(np.diff(out) > 0) and out[0] > 0.5 and out.max() <= 1.0
+    np.testing.assert_array_equal(wide(y), narrow(y))  # identical inside the fitted range
+    below = wide(y.min() - np.array([3.0, 1.0]))
+    assert np.all(np.diff(below) > 0) and below.min() >= -1.0 and below.max() < -0.5
+    assert wide.variance_bound == 1.0 and narrow.variance_bound == 0.25
+    with pytest.raises(ValueError, match="bound"):
+        fit_warp(y, bound=0.2)

@@ -501,11 +501,13 @@ class Engine:
         return budget_left > 0 or not charged
 
     def _budget_exhausted_for(self, record: ConfigRecord) -> bool:
-        """No further replicate of ``record`` can ever launch and none of its runs is pending."""
+        """No further replicate of ``record`` can ever launch and none of its runs is pending:
+        neither in flight nor already arrived out of order (buffered results are within budget
+        and are incorporated next, exactly as the sequential run would, §2.6)."""
         budget_left = self._budget_left()
         if budget_left is None or budget_left > 0:
             return False
-        return not any(s.state is SlotState.LAUNCHED for s in record.slots)
+        return all(s.state is SlotState.QUEUED for s in record.slots[record.n_incorporated:])
 
     # ------------------------------------------------------------------ GP data
     def _processed(self, values: list[float]) -> np.ndarray:

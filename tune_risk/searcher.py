@@ -172,7 +172,7 @@ class RiskAwareSearch(Searcher):
             return None
         self._trial_to_run[trial_id] = request.run_id
         self._run_to_trial[request.run_id] = trial_id
-        config = self._decode(request.x, request.pool_index)
+        config = self._config_of(request.config_id)
         config[self._seed_key] = request.seed
         return config
 
@@ -219,7 +219,7 @@ class RiskAwareSearch(Searcher):
     def best_config(self) -> dict | None:
         """The evaluated configuration with the highest ``LCB^MV`` (CODE-RAHBO's reporting rule)."""
         record = None if self._engine is None else self._engine.recommend()
-        return None if record is None else self._decode(record.x, record.pool_index)
+        return None if record is None else self._config_of(record.config_id)
 
     @property
     def engine(self) -> Engine | None:
@@ -295,15 +295,18 @@ class RiskAwareSearch(Searcher):
     def _sign(self) -> float:
         return -1.0 if self._mode == "min" else 1.0
 
-    def _decode(self, x: tuple[float, ...], pool_index: int | None) -> dict:
-        if pool_index is not None and self._candidates is not None:
-            return _deep_copy_dicts(self._candidates[pool_index])
-        return self._codec.decode(np.asarray(x))
+    def _config_of(self, config_id: int) -> dict:
+        """The user-facing config of an engine configuration: a ``points_to_evaluate`` entry or a
+        candidate verbatim, else the decoded unit-cube point."""
+        record = self._engine.records[config_id]
+        if self._points_to_evaluate and config_id < len(self._points_to_evaluate):
+            return _deep_copy_dicts(self._points_to_evaluate[config_id])
+        if record.pool_index is not None and self._candidates is not None:
+            return _deep_copy_dicts(self._candidates[record.pool_index])
+        return self._codec.decode(np.asarray(record.x))
 
     def _flat_params(self, record: ConfigRecord) -> dict[str, Any]:
-        x = np.asarray(record.x)
-        flat = self._codec.space.from_unit(x)
-        return {name: flat[name] for name in self._codec.flat_names}
+        return self._codec.space.from_unit(np.asarray(record.x))
 
 
 def _deep_copy_dicts(tree: Any) -> Any:

@@ -236,7 +236,7 @@ class FrozenWarp:
         )
 
     def __hash__(self) -> int:
-        return hash((self.raw_knots.tobytes(), self.warped_knots.tobytes()))
+        return hash((self.raw_knots.tobytes(), self.warped_knots.tobytes(), self.bound))
 
     def __repr__(self) -> str:
         lo, hi = self.raw_knots[0], self.raw_knots[-1]
