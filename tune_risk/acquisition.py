@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 import torch
+
+import tune_risk._compat  # noqa: F401  (import BoTorch without JAX)
 from botorch.acquisition import AcquisitionFunction
 from botorch.optim import optimize_acqf
 from botorch.utils.transforms import t_batch_mode_transform

@@ -29,6 +29,8 @@ import warnings
 from dataclasses import asdict, dataclass
 
 import torch
+
+import tune_risk._compat  # noqa: F401  (import BoTorch without JAX)
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize

@@ -1,0 +1,57 @@
+"""The ``tune-risk`` command line.
+
+Subcommands are registered by the modules that implement them; heavy imports (Ray, BoTorch, JAX)
+happen only when a subcommand runs, so ``tune-risk --help`` is instant.
+
+* ``tune-risk generate ...``: train RL configurations x seeds into an offline table (``rl_tasks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+# Modules exposing ``register(subparsers)``; each adds its subcommands with ``set_defaults(func=...)``.
+_COMMAND_MODULES = ("rl_tasks.cli",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tune-risk",
+        description="Risk-aware, seed-efficient hyperparameter optimisation of RL for Ray Tune "
+        "(ERAHBO, RAHBO, GP-UCB, OSCBO).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # an optional part of the distribution is unavailable
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0 if args.command is None else 2
+    args.argv = argv[argv.index(args.command) + 1:]  # recorded in table metadata ("command")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    return int(args.func(args) or 0)
+
+
+def _version() -> str:
+    from tune_risk import __version__
+
+    return __version__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
