@@ -63,6 +63,7 @@ from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel, fit_r
 from tune_risk.schedules import schedule_value
 from tune_risk.settings import EngineSettings
 from tune_risk.state import engine_from_state, engine_state
+from tune_risk.threads import engine_threads
 from tune_risk.warping import FrozenWarp, fit_warp
 
 logger = logging.getLogger(__name__)
@@ -119,9 +120,10 @@ class Engine:
         self._start_initial_design(initial_points, initial_values)
 
     # ------------------------------------------------------------------ public ask/tell surface
+    @engine_threads
     def ask(self) -> Replicate | Signal:
         """The next replicate run to launch, ``WAIT`` (a result must arrive first) or ``DONE``."""
-        for record in self.records:
+        for record in self._launch_order():
             replicate = self._launch_queued(record)
             if replicate is not None:
                 return replicate
@@ -139,6 +141,7 @@ class Engine:
             return WAIT
         return DONE
 
+    @engine_threads
     def tell(self, run_id: int, value: float | None, cost: float = 1.0) -> bool:
         """Report the final return of run ``run_id`` (``None``/NaN/inf: the run failed).
 
@@ -216,12 +219,14 @@ class Engine:
             return None
         return sample_statistics(self._processed(record.incorporated_values()))
 
+    @engine_threads
     def risk_model(self) -> RiskModel | None:
         """Both GPs conditioned on every configuration with ``k >= k_min`` returns."""
         if self.hyperparameters is None:
             return None
         return self._model(self._data_rows())
 
+    @engine_threads
     def recommend(self) -> ConfigRecord | None:
         """``argmax_{c in D} LCB^MV(x_c; kappa_acq)`` (CODE-RAHBO's reporting rule, §1.10)."""
         records = [r for r in self.records if self._has_data(r)]
@@ -345,6 +350,19 @@ class Engine:
         return settings.kappa(settings.beta_stop * schedule_value(settings.beta_stop_schedule, tau, settings.schedule_param))
 
     # ------------------------------------------------------------------ launching
+    def _launch_order(self) -> list[ConfigRecord]:
+        """Configurations in launch priority: BO rounds still short of ``k_min`` launched replicates
+        first, then proposal order. A round starts only with ``k_min`` budget left (§1.10); in the
+        asynchronous mode another configuration must not take that budget before the new round
+        has launched its first ``k_min`` replicates, or the round ends below ``k_min``."""
+        k_min = self.settings.k_min
+
+        def short_of_k_min(record: ConfigRecord) -> bool:
+            started = sum(slot.state is not SlotState.QUEUED for slot in record.slots)
+            return record.running and record.phase == "bo" and started < k_min
+
+        return sorted(self.records, key=lambda record: not short_of_k_min(record))
+
     def _launch_queued(self, record: ConfigRecord) -> Replicate | None:
         if not record.running:
             return None

@@ -147,8 +147,10 @@ def kernel_matrix(kind: str, lengthscale: Tensor, X1: Tensor, X2: Tensor) -> Ten
     about -708 yields subnormal floats, which are ~100x slower on CPUs and dominated the engine's
     run time with short lengthscales. The cap changes kernel values only below 1e-304.
     """
-    diff = X1.unsqueeze(-2) / lengthscale - X2.unsqueeze(-3) / lengthscale
-    sqdist = diff.pow(2).sum(-1).clamp_max(_MAX_SCALED_SQDIST)
+    a, b = X1 / lengthscale, X2 / lengthscale
+    # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 a.b (one matmul, as gpytorch does); clamp rounding below 0
+    sqdist = (a.pow(2).sum(-1, keepdim=True) + b.pow(2).sum(-1).unsqueeze(-2) - 2.0 * a @ b.transpose(-1, -2))
+    sqdist = sqdist.clamp(0.0, _MAX_SCALED_SQDIST)
     if kind == "rbf":
         return torch.exp(-0.5 * sqdist)
     r = math.sqrt(5.0) * sqdist.clamp_min(1e-30).sqrt()

@@ -82,6 +82,8 @@ class EngineSettings:
         pool_exclude_evaluated: exclude evaluated pool rows from the acquisition (A-10).
         num_restarts / raw_samples: ``optimize_acqf`` settings on the continuous cube.
         seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).
+        torch_threads: torch threads for the engine's GP algebra (0: torch's own setting); see
+            ``tune_risk.threads`` for why 1 is the default.
     """
 
     method: str = "erahbo"
@@ -116,6 +118,7 @@ class EngineSettings:
     num_restarts: int = 4
     raw_samples: int = 1000
     seed: int = 0
+    torch_threads: int = 1
 
     def __post_init__(self) -> None:
         _check_choice("method", self.method, METHODS)
@@ -147,6 +150,7 @@ class EngineSettings:
         _check_int("num_restarts", self.num_restarts, minimum=1)
         _check_int("raw_samples", self.raw_samples, minimum=1)
         _check_int("seed", self.seed, minimum=0)
+        _check_int("torch_threads", self.torch_threads, minimum=0)
         if self.method == "gp-ucb" and self.alpha != 0.0:
             raise ValueError(f"method='gp-ucb' is risk neutral and needs alpha=0, got alpha={self.alpha!r}")
         if self.method in ("rahbo", "gp-ucb") and self.k_min != self.k_max:
