@@ -444,6 +444,7 @@ class Engine:
 
     def _finish(self, record: ConfigRecord, status: str) -> None:
         record.status = status
+        record.closed_after_runs = len(self.runs)
         if status != "initial":
             self._log_finished(record)
 

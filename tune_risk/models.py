@@ -145,9 +145,12 @@ def kernel_matrix(kind: str, lengthscale: Tensor, X1: Tensor, X2: Tensor) -> Ten
     ``r = ||(x1 - x2)/lengthscale||``. Same values as gpytorch's ``RBFKernel``/``MaternKernel``
     (a test checks), but the scaled squared distance is capped at 1400: ``exp`` of arguments below
     about -708 yields subnormal floats, which are ~100x slower on CPUs and dominated the engine's
-    run time with short lengthscales. The cap changes kernel values only below 1e-304.
+    run time with short lengthscales. The cap changes RBF values only below 1e-304 and Matern-5/2
+    values only below 1e-32 (relative to ``k(x, x) = 1``, far below float64 resolution).
     """
     a, b = X1 / lengthscale, X2 / lengthscale
+    centre = a.mean(-2, keepdim=True)  # centring reduces cancellation error (as gpytorch's sq_dist)
+    a, b = a - centre, b - centre
     # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 a.b (one matmul, as gpytorch does); clamp rounding below 0
     sqdist = (a.pow(2).sum(-1, keepdim=True) + b.pow(2).sum(-1).unsqueeze(-2) - 2.0 * a @ b.transpose(-1, -2))
     sqdist = sqdist.clamp(0.0, _MAX_SCALED_SQDIST)
@@ -210,7 +213,7 @@ class ConditionedGP:
             self.X, self.targets.unsqueeze(-1), train_Yvar=self.noise.unsqueeze(-1),
             covar_module=self.hp.make_kernel(), outcome_transform=None,
         ).to(DTYPE)
-        model.mean_module.constant = self.hp.constant
+        model.mean_module.constant = torch.tensor(self.hp.constant, dtype=DTYPE)  # a float goes via float32
         model.outcome_transform = _fixed_standardize(self.y_mean, self.y_std)
         return model.eval()
 

@@ -106,6 +106,7 @@ class ConfigRecord:
     incumbent_lcb: float | None = None  # B_t, fixed for the round (eq. 10)
     kappa_stop: float | None = None
     trace: list[tuple[int, float, float, float]] = field(default_factory=list)  # (k, UCB^MV, σ_f, σ_var)
+    closed_after_runs: int | None = None  # runs launched (all configurations) when it stopped sampling
 
     @property
     def running(self) -> bool:

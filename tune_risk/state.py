@@ -77,6 +77,7 @@ def _record_state(record: ConfigRecord) -> dict[str, Any]:
         "n_incorporated": record.n_incorporated, "status": record.status, "failures": record.failures,
         "next_seed_index": record.next_seed_index, "incumbent_lcb": record.incumbent_lcb,
         "kappa_stop": record.kappa_stop, "trace": [list(t) for t in record.trace],
+        "closed_after_runs": record.closed_after_runs,
     }
 
 

@@ -60,6 +60,13 @@ def test_certified_configs_have_pending_dropped_and_running_stopped(ray_session,
                 stopped += 1
     assert dropped + stopped == int(table.cancelled.sum()) > 0
     assert len(results) == 40 and engine.counts()["runs_launched"] == 40
+    # With 4 workers and k_min=2, a second configuration starts while the first is still sampled.
+    bo = [r for r in engine.records if r.phase == "bo"]
+    overlaps = [
+        (a.config_id, b.config_id) for a, b in zip(bo, bo[1:], strict=False)
+        if a.closed_after_runs is not None and min(s.run_id for s in b.slots if s.run_id is not None) < a.closed_after_runs
+    ]
+    assert overlaps, "no two configurations were ever in flight together"
     # No observation came from a stopped trial: every incorporated value is a final return.
     for record in engine.records:
         for slot in record.slots[: record.n_incorporated]:
@@ -112,7 +119,8 @@ def test_mode_min_minimises(ray_session, tmp_path):
         _tune.report({"loss": -value})
 
     searcher = RiskAwareSearch(random_state_seed=2, k_max=4, n_initial=4)
-    run_tuner(searcher, negated, tmp_path, num_samples=40, metric="loss", mode="min")
+    # no max_concurrent_trials: no ConcurrencyLimiter around the searcher
+    run_tuner(searcher, negated, tmp_path, num_samples=40, metric="loss", mode="min", max_concurrent=None)
     table = searcher.results()
     best = searcher.best_config
     assert best["opt"] == "a"  # the +1 bonus, i.e. the lower loss
@@ -159,3 +167,19 @@ def test_concurrency_limiter_wrapping_and_restore_after_sigusr1(ray_session, tmp
         assert engine.runs[final._trial_to_run[trial_id]].status is status
     counts = engine.counts()
     assert counts["runs_completed"] + counts["runs_cancelled"] + counts["runs_failed"] == 30
+
+
+def test_space_in_constructor_and_param_space_gives_rays_error(ray_session, tmp_path):
+    searcher = RiskAwareSearch(SPACE, metric="return", mode="max")
+    with pytest.raises(ValueError, match="already instantiated with a search space"):
+        run_tuner(searcher, make_noisy_trainable(), tmp_path, num_samples=4)
+
+
+def test_space_only_in_constructor_runs(ray_session, tmp_path):
+    searcher = RiskAwareSearch(SPACE, metric="return", mode="max", random_state_seed=1, k_max=3, budget=12)
+    tuner = tune.Tuner(
+        make_noisy_trainable(iterations=1),
+        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), num_samples=12),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    )
+    assert len(tuner.fit()) == 12 and searcher.engine.counts()["runs_launched"] == 12
