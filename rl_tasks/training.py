@@ -101,20 +101,42 @@ class TaskProgram:
         """The algorithm with the traced hyperparameters substituted."""
         return self.template.replace(**traced)
 
-    @functools.cached_property
-    def init(self) -> Callable[[Mapping[str, chex.Array], chex.PRNGKey], Any]:
-        """``init(traced, key) -> train_state`` (key = the seed's training key)."""
-        return jax.jit(lambda traced, key: self.bind(traced).init_state(key))
+    @staticmethod
+    def _state(algo: Any, leaves: list[chex.Array]) -> Any:
+        """Rebuild a training state from its leaves inside a trace.
+
+        Training states are carried between jitted calls as leaves only: their static parts (optax
+        optimisers) close over the traced hyperparameters, so the structure is re-derived from the bound
+        algorithm of the current trace: ``init_state`` is traced again and its unused computation is
+        removed by XLA (``eval_shape`` would not do: its optimisers would hold tracers of its own trace).
+        """
+        structure = jax.tree.structure(algo.init_state(jax.random.PRNGKey(0)))
+        return jax.tree.unflatten(structure, leaves)
 
     @functools.cached_property
-    def advance(self) -> Callable[..., Any]:
-        """``advance(traced, ts, n) -> ts`` after ``n`` (static) iterations."""
-        return jax.jit(lambda traced, ts, n: train_iterations(self.bind(traced), ts, n), static_argnums=2)
+    def init(self) -> Callable[[Mapping[str, chex.Array], chex.PRNGKey], list[chex.Array]]:
+        """``init(traced, key) -> state leaves`` (key = the seed's training key)."""
+        return jax.jit(lambda traced, key: jax.tree.leaves(self.bind(traced).init_state(key)))
 
     @functools.cached_property
-    def evaluate(self) -> Callable[[Mapping[str, chex.Array], Any, chex.PRNGKey], chex.Array]:
-        """``evaluate(traced, ts, key) -> returns (eval_episodes,)``."""
-        return jax.jit(lambda traced, ts, key: evaluate_greedy(self.bind(traced), ts, key, self.eval_episodes))
+    def advance(self) -> Callable[..., list[chex.Array]]:
+        """``advance(traced, leaves, n) -> leaves`` after ``n`` (static) training iterations."""
+
+        def advance(traced: Mapping[str, chex.Array], leaves: list[chex.Array], n: int) -> list[chex.Array]:
+            algo = self.bind(traced)
+            return jax.tree.leaves(train_iterations(algo, self._state(algo, leaves), n))
+
+        return jax.jit(advance, static_argnums=2)
+
+    @functools.cached_property
+    def evaluate(self) -> Callable[[Mapping[str, chex.Array], list[chex.Array], chex.PRNGKey], chex.Array]:
+        """``evaluate(traced, leaves, key) -> returns (eval_episodes,)``."""
+
+        def evaluate(traced: Mapping[str, chex.Array], leaves: list[chex.Array], key: chex.PRNGKey) -> chex.Array:
+            algo = self.bind(traced)
+            return evaluate_greedy(algo, self._state(algo, leaves), key, self.eval_episodes)
+
+        return jax.jit(evaluate)
 
     def run_seed(self, traced: Mapping[str, chex.Array], key: chex.PRNGKey) -> chex.Array:
         """Train one seed for the full budget and return its mean greedy evaluation return (traceable)."""
