@@ -1,0 +1,122 @@
+"""The table generator: long format, metadata, determinism and resumption."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from rl_tasks.generate import generate_table, parts_dir, sobol_configs
+from rl_tasks.spaces import get_space
+
+TINY = {"algo": "ppo", "env": "CartPole-v1", "configs": 2, "seeds": 2, "steps": 2048, "eval_episodes": 4}
+META_KEYS = {
+    "format", "algorithm", "environment", "training_steps", "seeds", "n_configs", "search_space",
+    "batching_layout", "library_versions", "command", "machine", "created",
+}
+
+
+@pytest.fixture(scope="module")
+def table_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("tables")
+
+
+@pytest.fixture(scope="module")
+def first_table(table_dir):
+    out = table_dir / "ppo_tiny.parquet"
+    table = generate_table(out=out, command="test", **TINY)
+    return out, table
+
+
+def test_long_format_schema(first_table) -> None:
+    out, table = first_table
+    assert table is not None and out.exists()
+    on_disk = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(on_disk, table)
+    space = get_space("ppo", "CartPole-v1")
+    expected = ["config_id", "seed", "performance", *(f"hp_config.{n}" for n in space), "wall_time"]
+    assert list(table.columns) == expected
+    assert len(table) == TINY["configs"] * TINY["seeds"]
+    assert table["config_id"].dtype == "int64" and table["seed"].dtype == "int64"
+    assert table["performance"].dtype == "float64"
+    assert not table.duplicated(["config_id", "seed"]).any()
+    assert (table["wall_time"] > 0).all()
+    # seeds differ within a configuration; hyperparameters are constant within it
+    assert table.groupby("config_id")["performance"].nunique().min() == TINY["seeds"]
+    assert (table.groupby("config_id")["hp_config.learning_rate"].nunique() == 1).all()
+    assert all(math.isfinite(v) for v in table["performance"])
+
+
+def test_metadata_is_complete(first_table) -> None:
+    out, _ = first_table
+    meta = json.loads(out.with_name(out.name + ".json").read_text())
+    assert META_KEYS <= set(meta), META_KEYS - set(meta)
+    assert meta["format"] == "arlbench-long"
+    assert meta["algorithm"] == "ppo" and meta["environment"] == "CartPole-v1"
+    assert meta["training_steps"] == TINY["steps"] and meta["seeds"] == [0, 1] and meta["n_configs"] == 2
+    assert set(meta["search_space"]) == set(get_space("ppo", "CartPole-v1"))
+    assert meta["search_space"]["learning_rate"]["log"] is True
+    layout = meta["batching_layout"]
+    assert layout["seeds_per_call"] == 2 and layout["devices"] == 1
+    assert "learning_rate" in layout["traced_hyperparameters"]
+    assert "num_minibatches" in layout["static_hyperparameters"]
+    assert meta["library_versions"]["jax"] and meta["library_versions"]["rejax"] == "0.1.3"
+    assert meta["command"] == "test"
+
+
+def test_resume_recomputes_only_missing_parts(first_table, capsys) -> None:
+    out, table = first_table
+    part_files = sorted(parts_dir(out).glob("config_*.json"))
+    assert [p.name for p in part_files] == ["config_0000.json", "config_0001.json"]
+    kept = {p.name: p.read_text() for p in part_files}
+    mtimes = {p.name: p.stat().st_mtime_ns for p in part_files}
+    (parts_dir(out) / "config_0001.json").unlink()
+    capsys.readouterr()
+    again = generate_table(out=out, command="test", **TINY)
+    progress = capsys.readouterr().err
+    assert "config 0001" in progress and "config 0000" not in progress
+    assert (parts_dir(out) / "config_0000.json").stat().st_mtime_ns == mtimes["config_0000.json"]
+    recomputed = json.loads((parts_dir(out) / "config_0001.json").read_text())
+    assert recomputed["returns"] == json.loads(kept["config_0001.json"])["returns"], "not bit-for-bit repeatable"
+    pd.testing.assert_series_equal(again["performance"], table["performance"])
+
+
+def test_resume_refuses_different_settings(first_table) -> None:
+    out, _ = first_table
+    with pytest.raises(ValueError, match="different settings"):
+        generate_table(out=out, **{**TINY, "steps": 4096})
+
+
+def test_max_new_stops_early_and_cli_resumes(table_dir, capsys) -> None:
+    from rl_tasks.cli import main
+
+    out = table_dir / "cli_tiny.parquet"
+    args = ["generate", "--algo", "ppo", "--env", "cartpole", "--configs", "2", "--seeds", "2", "--steps", "2048",
+            "--eval-episodes", "4", "--out", str(out)]
+    assert main([*args, "--max-new", "1"]) == 0
+    assert not out.exists() and len(list(parts_dir(out).glob("config_*.json"))) == 1
+    assert main(args) == 0
+    meta = json.loads(out.with_name(out.name + ".json").read_text())
+    assert meta["command"].startswith("tune-risk generate --algo ppo")
+    assert len(pd.read_parquet(out)) == 4
+
+
+def test_sobol_configs_are_seeded() -> None:
+    a = sobol_configs("dqn", "CartPole-v1", 8, seed=0)
+    assert a == sobol_configs("dqn", "CartPole-v1", 8, seed=0)
+    assert a != sobol_configs("dqn", "CartPole-v1", 8, seed=1)
+    assert a[:4] == sobol_configs("dqn", "CartPole-v1", 4, seed=0)
+    assert len({c["buffer_batch_size"] for c in a}) == 3
+
+
+def test_register_adds_the_generate_subcommand() -> None:
+    import argparse
+
+    from rl_tasks.cli import register, run_generate
+
+    parser = argparse.ArgumentParser(prog="tune-risk")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["generate", "--algo", "sac", "--env", "Pendulum-v1", "--out", "x.parquet"])
+    assert args.func is run_generate and args.configs == 128 and args.seeds == 50 and args.steps == 100_000

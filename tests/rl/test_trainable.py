@@ -1,0 +1,67 @@
+"""The Tune function trainable: runs under Tune (plain and with RiskAwareSearch), seeds matter, repeatable."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rl_tasks import get_space, make_trainable
+
+# One program shape for every test in this module (the persistent compilation cache then serves them all).
+STEPS, EVAL_EVERY, EPISODES, MINIBATCH = 4096, 2048, 8, 256
+
+
+def _fit(trainable, param_space, num_samples=1, **tune_kwargs):
+    from ray import tune
+
+    tuner = tune.Tuner(
+        trainable,
+        param_space=param_space,
+        tune_config=tune.TuneConfig(metric="return", mode="max", num_samples=num_samples, reuse_actors=True,
+                                    **tune_kwargs),
+        run_config=tune.RunConfig(verbose=0, storage_path="/tmp/rl_tasks_tests_ray"),
+    )
+    return tuner.fit()
+
+
+def test_ppo_cartpole_under_tune_seeds_differ_and_repeat(ray_cluster) -> None:
+    from ray import tune
+
+    trainable = make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES)
+    config = {"learning_rate": 3e-3, "minibatch_size": MINIBATCH, "seed": tune.grid_search([0, 1, 0, 1])}
+    results = _fit(trainable, config)
+    assert not results.errors, results.errors
+    assert len(results) == 4
+    finals: dict[int, set[float]] = {}
+    for result in results:
+        metrics = result.metrics
+        assert metrics["final"] and metrics["timesteps"] == STEPS and metrics["training_iteration"] == 2
+        assert math.isfinite(metrics["return"])
+        finals.setdefault(int(result.config["seed"]), set()).add(float(metrics["return"]))
+    assert all(len(values) == 1 for values in finals.values()), f"same seed, different returns: {finals}"
+    assert finals[0] != finals[1], "different seeds gave the same return"
+
+
+def test_trainable_under_risk_aware_search(ray_cluster) -> None:
+    searcher_mod = pytest.importorskip("tune_risk.searcher")
+    scheduler_mod = pytest.importorskip("tune_risk.scheduler")
+    searcher = searcher_mod.RiskAwareSearch(n_initial=2, k_min=2, k_max=4, random_state_seed=0)
+    space = {**get_space("ppo", "CartPole-v1"), "minibatch_size": MINIBATCH}
+    trainable = make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES)
+    results = _fit(trainable, space, num_samples=4, search_alg=searcher,
+                   scheduler=scheduler_mod.ReplicateScheduler(searcher))
+    assert not results.errors, results.errors
+    assert len(results) == 4
+    seeds = sorted(int(r.config["seed"]) for r in results)
+    assert len(set(seeds)) >= 2, f"replicates did not get distinct seeds: {seeds}"
+
+
+def test_bad_arguments_fail_early() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        make_trainable("ppo", "CartPole-v1", 0, 1, 1)
+    with pytest.raises(ValueError, match="discrete"):
+        make_trainable("sac", "CartPole-v1", 10, 1, 1)
+    trainable = make_trainable("ppo", "CartPole-v1", 10, 1, 1, seed_key="replicate_seed")
+    with pytest.raises(ValueError, match="replicate_seed"):
+        trainable({"seed": 0})
