@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 # Modules exposing ``register(subparsers)``; each adds its subcommands with ``set_defaults(func=...)``.
-_COMMAND_MODULES = ("rl_tasks.cli",)
+_COMMAND_MODULES = ("tune_risk.offline.cli", "rl_tasks.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -122,8 +122,10 @@ def fit_hyperparameters(
         if noise is None and init.noise is not None:
             model.likelihood.noise = init.noise
     mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    with warnings.catch_warnings():
+    # fit_gpytorch_mll retries from random draws if L-BFGS fails: seed them, so fits are repeatable.
+    with warnings.catch_warnings(), torch.random.fork_rng():
         warnings.simplefilter("ignore")
+        torch.manual_seed(0)
         try:
             fit_gpytorch_mll(mll)
         except Exception as error:  # keep the prior-mode values: a failed fit must not stop HPO

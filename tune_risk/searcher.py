@@ -31,6 +31,7 @@ from tune_risk.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.reporting import config_rows
 from tune_risk.settings import EngineSettings
 from tune_risk.tune_space import TuneSpaceCodec
+from tune_risk.warping import FrozenWarp
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,10 @@ class RiskAwareSearch(Searcher):
         max_active_configs: configurations sampled at once (default ``ceil(W / k_min)`` with ``W``
             the trial concurrency, 2 if unknown); 1 reproduces the sequential algorithm's decisions.
         budget: replicate-run budget when Tune does not pass ``num_samples`` (space given here).
-        **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``).
+        warp: a pre-fitted output warp (e.g. pooled over an offline table); default: fitted on the
+            initial design and frozen.
+        **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``,
+            ``budget_unit="samples"`` to charge only incorporated replicates as in the paper).
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class RiskAwareSearch(Searcher):
         candidates: list[dict] | None = None,
         max_active_configs: int | None = None,
         budget: int | None = None,
+        warp: FrozenWarp | None = None,
         **engine_options: Any,
     ) -> None:
         if mode is not None and mode not in _MODES:
@@ -103,8 +108,9 @@ class RiskAwareSearch(Searcher):
             alpha=alpha, beta=beta, beta_stop=beta_stop, beta_stop_schedule=beta_stop_schedule,
             n_initial=n_initial, lengthscale=lengthscale, seed=random_state_seed,
             k_init=k_init if k_init is not None else k_min if method == "erahbo" else None,
-            common_random_numbers=common_random_numbers, budget_unit="runs", **engine_options,
+            common_random_numbers=common_random_numbers, budget_unit="runs",
         )
+        overrides.update(engine_options)
         if method == "erahbo":
             overrides.update(k_min=k_min, k_max=k_max)
         elif method == "rahbo":
@@ -128,6 +134,7 @@ class RiskAwareSearch(Searcher):
         self._candidates = candidates
         self._max_active_configs = max_active_configs
         self._budget = budget
+        self._warp = warp
         self._max_concurrent: int | None = None
         self._codec: TuneSpaceCodec | None = None
         self._engine: Engine | None = None
@@ -148,8 +155,8 @@ class RiskAwareSearch(Searcher):
             if mode not in _MODES:
                 raise ValueError(f"mode must be 'min' or 'max', got mode={mode!r}")
             self._mode = mode
-        if spec.get("num_samples") is not None:
-            self._budget = int(spec["num_samples"])
+        if spec.get("num_samples") is not None and self._budget is None:
+            self._budget = int(spec["num_samples"])  # an explicit `budget` argument takes precedence
         return True
 
     def set_max_concurrency(self, max_concurrent: int) -> bool:
@@ -266,7 +273,7 @@ class RiskAwareSearch(Searcher):
         pool = None if self._candidates is None else np.stack([codec.encode(c) for c in self._candidates])
         points, values = self._initial_points()
         return Engine(
-            settings, dim=None if pool is not None else codec.space.dim, pool=pool,
+            settings, dim=None if pool is not None else codec.space.dim, pool=pool, warp=self._warp,
             initial_points=points, initial_values=values,
         )
 

@@ -28,13 +28,16 @@ class SimulationResult:
     counts: dict[str, float]
 
 
-def simulate(engine: Engine, evaluate: Evaluate, workers: int = 1) -> SimulationResult:
+def simulate(
+    engine: Engine, evaluate: Evaluate, workers: int = 1, on_result: Callable[[Engine], None] | None = None
+) -> SimulationResult:
     """Run ``engine`` to completion with ``workers`` simulated parallel workers.
 
     Args:
         engine: a fresh or restored engine.
         evaluate: returns the replicate's final return (``None``: the run fails) and its run time.
         workers: number of replicates that may run at the same time (``W``).
+        on_result: called with the engine after every reported result (e.g. to log progress).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got workers={workers}")
@@ -54,6 +57,8 @@ def simulate(engine: Engine, evaluate: Evaluate, workers: int = 1) -> Simulation
         clock = finish
         start, _ = running.pop(run_id)
         engine.tell(run_id, values.pop(run_id), cost=finish - start)
+        if on_result is not None:
+            on_result(engine)
         for cancelled in engine.pending_cancellations():
             if cancelled in running:
                 started, _ = running.pop(cancelled)

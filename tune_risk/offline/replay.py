@@ -1,0 +1,270 @@
+"""Replay an offline table of RL returns through the engine: the ERAHBO paper's benchmark protocol.
+
+ALGORITHMS.md §1.11-1.13. A *table* holds the returns of every configuration on every seed.
+A replay of method ``m``, repetition ``r``:
+
+* acquisition over the table's rows (exact argmax over unevaluated rows, A-10);
+* output warp fitted once on the pooled table (§1.2), so every method optimises the same MV;
+* initial design: scrambled Sobol (seed ``r``) snapped to the rows, shared by all methods (A-9);
+* seeds without replacement: configuration ``c`` of repetition ``r`` uses the seed permutation
+  ``perm_{r,c}``, replicate ``i`` reading seed ``perm_{r,c}[i]`` for every method (common random
+  numbers across methods);
+* budget: ``N_max`` incorporated BO replicates, the initial design not charged (A-16).
+
+Two paths make the same decisions for the same seed (a test checks):
+
+* ``replay_direct``: a discrete-event loop with ``W`` simulated workers (``tune_risk.simulate``);
+  run times come from the table's ``wall_time`` when present, else a log-normal(0, 0.5) per
+  (configuration, seed) draw (deterministic): long enough tails to reorder results;
+* ``replay_tune``: a real Ray Tune run of ``RiskAwareSearch`` + ``ReplicateScheduler`` whose
+  trainable returns the table's return for (row, seed).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tune_risk.engine import Engine
+from tune_risk.records import Replicate
+from tune_risk.settings import EngineSettings
+from tune_risk.simulate import simulate
+from tune_risk.warping import FrozenWarp, fit_warp
+
+ROW_KEY = "table_row"
+PAPER_METHODS = ("erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
+_METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
+
+
+def method_settings(name: str, budget: int, seed: int, **overrides: Any) -> EngineSettings:
+    """Engine settings of a benchmark method name (ALGORITHMS.md §1.13).
+
+    ``erahbo`` (k_min=2, k_max=20, k_init=20), ``erahbo-exp`` / ``erahbo-sigmoid`` (β_stop
+    schedules, App. C.5), ``rahbo-k<k>`` (fixed k, k_init = k) and ``gp-ucb`` (α = 0, k = 20).
+    """
+    match = _METHOD_PATTERN.match(name)
+    if match is None:
+        raise ValueError(
+            f"unknown method {name!r}; valid: erahbo, erahbo-exp, erahbo-sigmoid, rahbo-k<k> (e.g. rahbo-k2), gp-ucb"
+        )
+    common = dict(budget=budget, seed=seed, common_random_numbers=True, budget_unit="samples", warp="none")
+    if name.startswith("erahbo"):
+        schedule = {"erahbo": "constant", "erahbo-exp": "exponential", "erahbo-sigmoid": "sigmoid"}[name]
+        return EngineSettings.for_method("erahbo", beta_stop_schedule=schedule, **common, **overrides)
+    if name == "gp-ucb":
+        return EngineSettings.for_method("gp-ucb", k=20, **common, **overrides)
+    k = int(match.group(2))
+    if k < 2:
+        raise ValueError(f"rahbo needs k >= 2 replicates (a variance), got {name!r}")
+    return EngineSettings.for_method("rahbo", k=k, **common, **overrides)
+
+
+def parse_methods(text: str) -> list[str]:
+    """``"erahbo,rahbo-k2"`` -> validated method names."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise ValueError("--methods is empty")
+    for name in names:
+        method_settings(name, budget=10, seed=0)  # raises ValueError naming the method
+    return names
+
+
+def seed_permutation(repeat: int, row: int, n_seeds: int) -> np.ndarray:
+    """``perm_{r,c}``: the seed order of configuration ``row`` in repetition ``repeat`` (§1.11)."""
+    return np.random.default_rng([repeat, row, 0x5EED]).permutation(n_seeds)
+
+
+@dataclass
+class ReplayTask:
+    """What a replay needs from a table: unit points, returns, run times and the pooled warp."""
+
+    name: str
+    points: np.ndarray  # (n_configs, d) unit cube
+    returns: np.ndarray  # (n_configs, n_seeds) raw returns
+    wall_time: np.ndarray | None = None  # (n_configs, n_seeds) seconds
+    warp: FrozenWarp = field(init=False)
+    true_mv: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.warp = fit_warp(self.returns)  # pooled over the whole table (§1.2, A-13)
+        warped = self.warp(self.returns)
+        self.true_mv = warped.mean(axis=1) - warped.var(axis=1, ddof=1)  # §1.12, alpha = 1 (A-17)
+
+    @classmethod
+    def from_table(cls, table: Any) -> ReplayTask:
+        """From a ``tune_risk.offline.OfflineTable``."""
+        return cls(table.name, table.unit_points(), table.returns, table.wall_time)
+
+    @property
+    def n_seeds(self) -> int:
+        return self.returns.shape[1]
+
+    def seed_of(self, repeat: int, row: int, seed_index: int) -> int:
+        """Column of the table read by replicate ``seed_index`` of ``row``."""
+        if seed_index >= self.n_seeds:
+            raise ValueError(
+                f"table {self.name!r} has {self.n_seeds} seeds; replicate {seed_index} of row {row} needs more"
+            )
+        return int(seed_permutation(repeat, row, self.n_seeds)[seed_index])
+
+    def run_time(self, repeat: int, row: int, column: int) -> float:
+        if self.wall_time is not None:
+            return float(self.wall_time[row, column])
+        return float(np.random.default_rng([row, column, 0xC0FFEE]).lognormal(0.0, 0.5))
+
+
+@dataclass
+class ReplayResult:
+    """One replay: the final engine and the compute spent when each evaluation was incorporated."""
+
+    task: str
+    method: str
+    repeat: int
+    engine: Engine
+    compute_at_eval: list[float]
+    wall_time: float
+
+
+def check_budget(task: ReplayTask, settings: EngineSettings) -> None:
+    """Bad input: the table must hold k_max seeds, and the budget must allow one round."""
+    needed = max(settings.k_max, settings.replicates_initial)
+    if task.n_seeds < needed:
+        raise ValueError(f"table {task.name!r} has {task.n_seeds} seeds, fewer than k_max={needed} replicates")
+    if settings.budget is not None and settings.budget < settings.k_min:
+        raise ValueError(f"budget={settings.budget} is smaller than one round (k_min={settings.k_min} replicates)")
+
+
+def replay_direct(task: ReplayTask, method: str, repeat: int, budget: int, workers: int = 1,
+                  **overrides: Any) -> ReplayResult:
+    """Replay ``method`` on ``task`` with ``workers`` simulated workers (decision-equivalent mode)."""
+    settings = method_settings(method, budget, seed=repeat, **overrides)
+    check_budget(task, settings)
+    engine = Engine(settings, pool=task.points, warp=task.warp)
+    compute: list[float] = []
+
+    def evaluate(replicate: Replicate) -> tuple[float, float]:
+        column = task.seed_of(repeat, replicate.pool_index, replicate.seed)  # type: ignore[arg-type]
+        return float(task.returns[replicate.pool_index, column]), task.run_time(repeat, replicate.pool_index, column)
+
+    def on_result(engine: Engine) -> None:
+        while len(compute) < engine.n_used:
+            compute.append(bo_runs_launched(engine))
+
+    result = simulate(engine, evaluate, workers=workers, on_result=on_result)
+    return ReplayResult(task.name, method, repeat, engine, compute, result.wall_time)
+
+
+def bo_runs_launched(engine: Engine) -> float:
+    """Replicate runs launched for BO configurations (cancelled ones included)."""
+    return float(sum(1 for run in engine.runs.values() if engine.records[run.config_id].phase == "bo"))
+
+
+def replay_trainable(task: ReplayTask, repeat: int, metric: str = "return"):
+    """A Tune function trainable returning the table's return for ``(config[ROW_KEY], config["seed"])``.
+
+    Under common random numbers the searcher's seed is the replicate's seed index; the trainable maps
+    it through the repetition's seed permutation, exactly as ``replay_direct`` does.
+    """
+    returns = task.returns
+    n_seeds = task.n_seeds
+
+    def trainable(config: dict) -> None:
+        from ray import tune
+
+        row, seed_index = int(config[ROW_KEY]), int(config["seed"])
+        column = int(np.random.default_rng([repeat, row, 0x5EED]).permutation(n_seeds)[seed_index])
+        tune.report({metric: float(returns[row, column]), "table_seed": column})
+
+    return trainable
+
+
+def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str, repeat: int, budget: int,
+                workers: int = 1, storage_path: str | None = None, **overrides: Any) -> ReplayResult:
+    """Replay through Ray Tune (``RiskAwareSearch`` + ``ReplicateScheduler``) on the task's rows.
+
+    ``space`` is the table's Tune search space and ``configs[i]`` row ``i``'s hyperparameters (they
+    must encode to ``task.points``); the searcher proposes rows (candidates) and each trial reads its
+    return from the table. Ray must be initialised by the caller.
+    """
+    from ray import tune
+
+    from tune_risk.scheduler import ReplicateScheduler
+    from tune_risk.searcher import RiskAwareSearch
+
+    settings = method_settings(method, budget, seed=repeat, **overrides)
+    check_budget(task, settings)
+    candidates = [{**config, ROW_KEY: i} for i, config in enumerate(configs)]
+    options = {k: v for k, v in settings.to_dict().items()
+               if k not in ("method", "alpha", "k_min", "k_max", "beta", "beta_stop", "beta_stop_schedule",
+                            "n_initial", "lengthscale", "seed", "k_init", "common_random_numbers", "budget", "warp")}
+    searcher = RiskAwareSearch(
+        space, metric="return", mode="max", method=settings.method, alpha=settings.alpha, k_min=settings.k_min,
+        k_max=settings.k_max, beta=settings.beta, beta_stop=settings.beta_stop,
+        beta_stop_schedule=settings.beta_stop_schedule, n_initial=settings.n_initial,
+        random_state_seed=repeat, k_init=settings.replicates_initial, common_random_numbers=True,
+        candidates=candidates, budget=budget, warp=task.warp, **options,
+    )
+    max_runs = settings.n_initial * settings.replicates_initial + budget * 4  # generous; FINISHED ends it
+    tuner = tune.Tuner(
+        replay_trainable(task, repeat),
+        tune_config=tune.TuneConfig(
+            search_alg=searcher, scheduler=ReplicateScheduler(searcher), num_samples=max_runs,
+            max_concurrent_trials=workers, reuse_actors=True,
+        ),
+        run_config=tune.RunConfig(storage_path=storage_path, verbose=0, name=f"replay-{task.name}-{method}-{repeat}"),
+    )
+    tuner.fit()
+    engine = searcher.engine
+    compute = [float("nan")] * engine.n_used  # Tune's timing is not the simulated clock
+    return ReplayResult(task.name, method, repeat, engine, compute, float("nan"))
+
+
+def runs_rows(result: ReplayResult, task: ReplayTask) -> list[dict[str, Any]]:
+    """Rows of ``runs.csv``: one per evaluation ``n_eval = 1..N_used`` (§1.12).
+
+    ``regret`` is the simple MV regret of the best configuration evaluated so far, the initial
+    design included, a configuration counting from its first BO replicate (A-15);
+    ``normalised_regret = regret / r0`` with ``r0 = MV* - mean MV(initial design)``;
+    ``cumulative_regret = sum_i (MV* - MV(x_i))`` over evaluations (eq. 6, sample count);
+    ``compute`` = BO replicate runs launched so far, cancelled ones included; ``config_row`` is the
+    configuration evaluated at ``n_eval``.
+    """
+    engine, mv = result.engine, task.true_mv
+    mv_star = float(mv.max())
+    initial = [r.pool_index for r in engine.records if r.phase == "initial" and r.status == "initial"]
+    best = float(mv[initial].max())
+    r0 = mv_star - float(mv[initial].mean())
+    rows, cumulative, n = [], 0.0, 0
+    for record in engine.records:
+        if record.phase != "bo":
+            continue
+        for i in range(record.n_incorporated):
+            n += 1
+            mv_row = float(mv[record.pool_index])
+            if i == 0:
+                best = max(best, mv_row)
+            cumulative += mv_star - mv_row
+            rows.append({
+                "table": result.task, "method": result.method, "repeat": result.repeat, "n_eval": n,
+                "config_row": record.pool_index, "regret": mv_star - best,
+                "normalised_regret": (mv_star - best) / r0 if r0 > 0 else 0.0,
+                "cumulative_regret": cumulative,
+                "compute": result.compute_at_eval[n - 1] if n <= len(result.compute_at_eval) else float("nan"),
+            })
+    return rows
+
+
+def rounds_rows(result: ReplayResult, task: ReplayTask) -> list[dict[str, Any]]:
+    """Rows of ``rounds.csv``: one per BO round (configuration), with its ``k`` and stop reason."""
+    return [
+        {
+            "table": result.task, "method": result.method, "repeat": result.repeat, "round": record.round,
+            "config_row": record.pool_index, "k": record.n_incorporated, "stop_reason": record.status,
+            "B_t": record.incumbent_lcb, "mv_true": float(task.true_mv[record.pool_index]),
+        }
+        for record in result.engine.records
+        if record.phase == "bo"
+    ]
