@@ -120,3 +120,22 @@ def test_register_adds_the_generate_subcommand() -> None:
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["generate", "--algo", "sac", "--env", "Pendulum-v1", "--out", "x.parquet"])
     assert args.func is run_generate and args.configs == 128 and args.seeds == 50 and args.steps == 100_000
+
+
+def test_summary_of_finished_and_partial_tables(first_table, table_dir) -> None:
+    import shutil
+
+    from rl_tasks.summary import markdown_line, summarize
+
+    out, table = first_table
+    done = summarize(out)
+    per_config = table.groupby("config_id")["performance"]
+    assert done["complete"] and done["configs_done"] == 2 and done["nan_fraction"] == 0.0
+    assert done["best_mean"] == pytest.approx(per_config.mean().max())
+    assert done["std_max"] == pytest.approx(per_config.std().max())
+    partial_out = table_dir / "partial.parquet"
+    shutil.copytree(parts_dir(out), parts_dir(partial_out))
+    (parts_dir(partial_out) / "config_0001.json").unlink()
+    partial = summarize(partial_out)
+    assert not partial["complete"] and partial["configs_done"] == 1
+    assert "partial (1/2)" in markdown_line(partial)
