@@ -1,0 +1,322 @@
+"""Benchmark metrics for offline-table replays (ERAHBO Sec. 5 and App. C; ALGORITHMS.md §1.12, A-15, A-17).
+
+Inputs are the replay's long frames: ``runs`` (one row per table, method, repeat and evaluation index
+``n_eval`` with ``regret``, ``normalised_regret``, ``cumulative_regret`` and ``compute``) and
+``rounds`` (one row per BO round with ``k``, ``stop_reason`` and ``mv_true``).  The functions here are
+pure: they aggregate over repetitions with the interquartile mean and a percentile bootstrap
+(Fig. 3, 8–12), rank methods per (table, repetition) and average the ranks (Table 1, Fig. 2, 5), test
+every method against the best-ranked one with a Wilcoxon signed-rank test (Table 1), find the first
+evaluation at which the IQM of normalised regret crosses a threshold (Tables 2 and 5), and count
+replicates per round (Fig. 4).  A run that stops before the last grid point keeps its last value
+("as of" the last recorded evaluation).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata, trim_mean, wilcoxon
+
+BLOCK = ["table", "repeat"]
+"""A ranking block: methods are compared within one (table, repetition)."""
+
+REGRET_COLUMNS = ("regret", "normalised_regret", "cumulative_regret", "compute")
+"""The per-evaluation columns of ``runs`` that the metrics aggregate."""
+
+
+def iqm(values: Sequence[float] | np.ndarray, axis: int | None = None) -> float | np.ndarray:
+    r"""Interquartile mean: the mean of the middle 50 % of the values (rliable, Agarwal et al. 2021).
+
+    .. math:: \mathrm{IQM}(x) = \frac{1}{n - 2g} \sum_{i=g+1}^{n-g} x_{(i)}, \qquad g = \lfloor n/4 \rfloor
+
+    computed by ``scipy.stats.trim_mean(x, 0.25)``.  NaNs are ignored; no finite value gives NaN.
+    With ``axis`` the IQM is taken along that axis of an array (used by :func:`bootstrap_ci`).
+    """
+    x = np.asarray(values, dtype=float)
+    if axis is None:
+        x = x[~np.isnan(x)]
+        return float(trim_mean(x, 0.25)) if x.size else float("nan")
+    if np.isnan(x).any():
+        return np.apply_along_axis(iqm, axis, x)
+    return trim_mean(x, 0.25, axis=axis)
+
+
+def _rowwise(statistic: Callable, samples: np.ndarray) -> np.ndarray:
+    """``statistic`` over axis 1 of ``samples``, vectorised when it takes ``axis``."""
+    try:
+        out = np.asarray(statistic(samples, axis=1), dtype=float)
+        if out.shape == samples.shape[:1] + samples.shape[2:]:
+            return out
+    except TypeError:
+        pass
+    return np.apply_along_axis(lambda row: float(statistic(row)), 1, samples)
+
+
+def _bootstrap_columns(matrix: np.ndarray, statistic: Callable, n_boot: int, level: float,
+                       seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile-bootstrap bounds of ``statistic`` over the rows (repetitions) of every column.
+
+    The same resampled rows are used for every column (a paired bootstrap across evaluation counts).
+    Identical columns are computed once, and columns are processed in chunks of bounded memory.
+    """
+    n, m = matrix.shape
+    low = np.full(m, np.nan)
+    high = np.full(m, np.nan)
+    if n < 2 or m == 0:
+        return low, high
+    unique, inverse = np.unique(matrix, axis=1, return_inverse=True)
+    index = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    quantiles = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
+    chunk = max(1, 4_000_000 // (n_boot * n))
+    bounds = np.empty((2, unique.shape[1]))
+    for start in range(0, unique.shape[1], chunk):
+        stats = _rowwise(statistic, unique[:, start:start + chunk][index])
+        with warnings.catch_warnings():  # an all-NaN column (e.g. compute unknown) gives NaN bounds
+            warnings.simplefilter("ignore", RuntimeWarning)
+            bounds[:, start:start + chunk] = np.nanquantile(stats, quantiles, axis=0)
+    return bounds[0, inverse.ravel()], bounds[1, inverse.ravel()]
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, statistic: Callable = iqm, n_boot: int = 2000,
+                 level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    r"""Percentile bootstrap confidence interval of ``statistic`` over ``values``.
+
+    Draw ``n_boot`` resamples of size ``n`` with replacement (``numpy.random.default_rng(seed)``, so
+    the interval is deterministic), evaluate the statistic on each and return the
+    :math:`(1-\text{level})/2` and :math:`(1+\text{level})/2` quantiles.  NaN values are dropped first;
+    fewer than two values give ``(nan, nan)`` (no interval).  ``statistic`` may take an ``axis``
+    keyword (vectorised) or a 1-D array.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[~np.isnan(x)]
+    low, high = _bootstrap_columns(x[:, None], statistic, n_boot, level, seed)
+    return float(low[0]), float(high[0])
+
+
+def _check_columns(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(frame.columns)}")
+
+
+def default_grid(runs: pd.DataFrame, n_points: int | None = None) -> np.ndarray:
+    """Every evaluation count in ``runs``, or ``n_points`` of them evenly spaced from 1 to the maximum."""
+    n_evals = np.unique(runs["n_eval"].to_numpy(dtype=int))
+    if n_points is None or n_evals.size <= n_points:
+        return n_evals
+    return np.unique(np.round(np.linspace(n_evals[0], n_evals[-1], n_points)).astype(int))
+
+
+def aligned(runs: pd.DataFrame, column: str, grid: Sequence[int] | np.ndarray | None = None
+            ) -> tuple[pd.MultiIndex, np.ndarray]:
+    """``column`` on a common evaluation grid: (columns ``(table, repeat, method)``, array ``[grid, col]``).
+
+    The value at grid point ``n`` is the one at the last recorded ``n_eval <= n`` of that run (NaN
+    before its first evaluation).
+    """
+    _check_columns(runs, ["table", "method", "repeat", "n_eval", column], "runs")
+    grid = default_grid(runs) if grid is None else np.asarray(grid, dtype=int)
+    keys = ["table", "repeat", "method"]
+    unique = runs.drop_duplicates(keys + ["n_eval"], keep="last")
+    wide = unique.pivot(index="n_eval", columns=keys, values=column)
+    wide = wide.reindex(wide.index.union(pd.Index(grid))).ffill().loc[grid]
+    return wide.columns, wide.to_numpy(dtype=float)
+
+
+def regret_curves(runs: pd.DataFrame, column: str = "normalised_regret",
+                  grid: Sequence[int] | np.ndarray | None = None, n_boot: int = 2000, level: float = 0.95,
+                  seed: int = 0) -> pd.DataFrame:
+    """IQM over repetitions of ``column`` per (table, method, n_eval), with a bootstrap CI (Fig. 3, 8).
+
+    Returns columns ``table, method, n_eval, iqm, ci_low, ci_high, n_repeats``; the CI is NaN with a
+    single repetition.
+    """
+    grid = default_grid(runs) if grid is None else np.asarray(grid, dtype=int)
+    columns, values = aligned(runs, column, grid)
+    frames = []
+    for (table, method), positions in _group_positions(columns, ["table", "method"]).items():
+        matrix = values[:, positions].T  # repetitions x grid
+        low, high = _bootstrap_columns(matrix, iqm, n_boot, level, seed)
+        frames.append(pd.DataFrame({
+            "table": table, "method": method, "n_eval": grid, "iqm": iqm(matrix, axis=0),
+            "ci_low": low, "ci_high": high, "n_repeats": np.sum(~np.isnan(matrix), axis=0)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _group_positions(columns: pd.MultiIndex, levels: list[str]) -> dict[tuple, np.ndarray]:
+    """Positions of the columns that share each combination of ``levels``, in sorted order."""
+    keys = pd.MultiIndex.from_arrays([columns.get_level_values(lv) for lv in levels])
+    return {key: np.flatnonzero(keys == key) for key in sorted(set(keys))}
+
+
+def final_values(runs: pd.DataFrame) -> pd.DataFrame:
+    """The last evaluation of every (table, method, repeat): final simple regret ``regret``,
+    ``normalised_regret``, ``cumulative_regret`` (eq. 6, sample count), ``compute`` (replicate runs
+    including cancelled ones) and ``n_eval`` (evaluations used)."""
+    _check_columns(runs, ["table", "method", "repeat", "n_eval"], "runs")
+    last = runs.sort_values("n_eval").groupby(["table", "method", "repeat"], sort=True).tail(1)
+    keep = ["table", "method", "repeat", "n_eval"] + [c for c in REGRET_COLUMNS if c in runs.columns]
+    return last[keep].sort_values(["table", "method", "repeat"]).reset_index(drop=True)
+
+
+def _block_ranks(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Ranks along axis 1 (1 = lowest, ties averaged); NaN values rank last, absent methods get NaN."""
+    filled = np.where(np.isnan(values), np.finfo(float).max, values)
+    filled = np.where(present, filled, np.inf)  # absent: after every present method, rank discarded
+    ranks = rankdata(filled, method="average", axis=1)
+    return np.where(present, ranks, np.nan)
+
+
+def _mean_se(ranks: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error (``std(ddof=1)/sqrt(n)``, NaN for n < 2) ignoring NaNs."""
+    n = np.sum(~np.isnan(ranks), axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(ranks, axis=axis) / n
+        sq = np.nansum((ranks - np.expand_dims(mean, axis)) ** 2, axis=axis)
+        se = np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1) / np.maximum(n, 1)), np.nan)
+    return mean, se
+
+
+def _rank_array(runs: pd.DataFrame, column: str, grid: np.ndarray) -> tuple[list, np.ndarray]:
+    """The sorted method names and the ranks as an array ``[block, method, grid]``."""
+    columns, values = aligned(runs, column, grid)
+    methods = sorted(columns.get_level_values("method").unique())
+    blocks = columns.droplevel("method").unique().sort_values()
+    full = pd.MultiIndex.from_tuples([(*b, m) for b in blocks for m in methods], names=columns.names)
+    shape = (len(blocks), len(methods), len(grid))
+    cube = pd.DataFrame(values.T, index=columns).reindex(full).to_numpy().reshape(shape)
+    present = full.isin(columns).reshape(shape[:2])[:, :, None]
+    return methods, _block_ranks(cube, present)
+
+
+def mean_ranks(runs: pd.DataFrame, column: str = "regret") -> pd.DataFrame:
+    """Mean rank of every method on the final value of ``column`` (Table 1; ALGORITHMS.md §1.12).
+
+    Methods are ranked within each (table, repeat) block, lower value = better (rank 1), ties get the
+    average rank (``scipy.stats.rankdata``), a NaN final value ranks last, and a method absent from a
+    block is left out of it.  Returns ``method, mean_rank, se_rank, n_blocks``, sorted by mean rank.
+    """
+    finals = final_values(runs).assign(n_eval=1)
+    methods, ranks = _rank_array(finals, column, np.array([1]))
+    mean, se = _mean_se(ranks[:, :, 0], axis=0)
+    n = np.sum(~np.isnan(ranks[:, :, 0]), axis=0)
+    out = pd.DataFrame({"method": methods, "mean_rank": mean, "se_rank": se, "n_blocks": n})
+    return out.sort_values(["mean_rank", "method"], kind="stable").reset_index(drop=True)
+
+
+def ranks_over_time(runs: pd.DataFrame, column: str = "regret",
+                    grid: Sequence[int] | np.ndarray | None = None) -> pd.DataFrame:
+    """Mean rank ± standard error of each method at every grid evaluation count (Fig. 2, 5, 14).
+
+    Ranking as in :func:`mean_ranks`, on the value "as of" each ``n_eval``.  Returns
+    ``n_eval, method, mean_rank, se_rank``.
+    """
+    grid = default_grid(runs) if grid is None else np.asarray(grid, dtype=int)
+    methods, ranks = _rank_array(runs, column, grid)
+    mean, se = _mean_se(ranks, axis=0)  # method x grid
+    return pd.DataFrame({
+        "n_eval": np.tile(grid, len(methods)), "method": np.repeat(methods, len(grid)),
+        "mean_rank": mean.ravel(), "se_rank": se.ravel()})
+
+
+def _paired_p_value(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value; 1.0 when every difference is zero, NaN without pairs."""
+    ok = ~(np.isnan(x) | np.isnan(y))
+    d = x[ok] - y[ok]
+    if d.size == 0:
+        return float("nan")
+    if not np.any(d != 0):
+        return 1.0
+    return float(wilcoxon(x[ok], y[ok], alternative="two-sided").pvalue)
+
+
+def wilcoxon_vs_best(runs: pd.DataFrame, column: str = "regret", alpha: float = 0.05) -> pd.DataFrame:
+    """Mean rank of every method and a Wilcoxon signed-rank test against the best-ranked method (Table 1).
+
+    The final values of ``column`` are paired by (table, repeat); ``p_value`` is the two-sided
+    ``scipy.stats.wilcoxon`` p-value (NaN for the best method itself and without common pairs, 1.0 when
+    all paired differences are zero).  ``not_worse`` marks the paper's bold entries: the best method
+    and every method with ``p_value >= alpha``.
+    """
+    ranks = mean_ranks(runs, column)
+    finals = final_values(runs).pivot(index=BLOCK, columns="method", values=column)
+    best = ranks["method"].iloc[0]
+    p_values = [float("nan") if m == best else _paired_p_value(finals[m].to_numpy(), finals[best].to_numpy())
+                for m in ranks["method"]]
+    out = ranks.assign(p_value=p_values, best=ranks["method"] == best)
+    return out.assign(not_worse=out["best"] | (out["p_value"] >= alpha))
+
+
+def _format_level(level: float) -> str:
+    return f"{100 * level:g}%"
+
+
+def threshold_table(runs: pd.DataFrame, levels: Sequence[float] = (0.75, 0.5, 0.25)) -> pd.DataFrame:
+    """First ``n_eval`` at which the IQM over repetitions of normalised regret is ``<= level`` (Tables 2, 5).
+
+    One row per (table, method); one column per level named like ``"75%"``; NaN where the IQM never
+    reaches the level within the recorded evaluations (the paper's "—").
+    """
+    grid = default_grid(runs)
+    columns, values = aligned(runs, "normalised_regret", grid)
+    rows = []
+    for (table, method), positions in _group_positions(columns, ["table", "method"]).items():
+        curve = np.asarray(iqm(values[:, positions], axis=1), dtype=float)
+        row: dict[str, object] = {"table": table, "method": method}
+        for level in levels:
+            hits = np.flatnonzero(curve <= level)
+            row[_format_level(level)] = float(grid[hits[0]]) if hits.size else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def threshold_summary(thresholds: pd.DataFrame) -> pd.DataFrame:
+    """Table 2: per method and level, mean ± standard error of the evaluations needed over the tables
+    where **every** method reaches the level (``n_tables`` counts them)."""
+    rows = []
+    for level in [c for c in thresholds.columns if c not in ("table", "method")]:
+        wide = thresholds.pivot(index="table", columns="method", values=level)
+        reached = wide.dropna(axis=0, how="any")
+        for method in wide.columns:
+            mean, se = _mean_se(reached[method].to_numpy(dtype=float), axis=0)
+            rows.append({"method": method, "level": level, "mean": float(mean), "se": float(se),
+                         "n_tables": len(reached)})
+    return pd.DataFrame(rows, columns=["method", "level", "mean", "se", "n_tables"])
+
+
+class KStatistics(NamedTuple):
+    """Replicates per BO round (Fig. 4): ``histogram`` (``method, k, count, fraction``) and
+    ``scatter`` (one row per round with ``k``, ``mv_true`` and ``mv_scaled``)."""
+
+    histogram: pd.DataFrame
+    scatter: pd.DataFrame
+
+
+def k_statistics(rounds: pd.DataFrame) -> KStatistics:
+    """Histogram of replicate counts ``k`` per method and the rows of a k-versus-true-MV scatter (Fig. 4).
+
+    ``mv_scaled`` maps ``mv_true`` to [0, 1] by the min and max over every round of the same table (all
+    methods), so that tables with different return scales share one axis; a table whose rounds all
+    have the same MV gets 1.  Rounds without a ``k`` are left out.
+    """
+    _check_columns(rounds, ["table", "method", "repeat", "k", "mv_true"], "rounds")
+    valid = rounds.dropna(subset=["k"]).astype({"k": int})
+    counts = valid.groupby(["method", "k"]).size().rename("count").reset_index()
+    totals = counts.groupby("method")["count"].transform("sum")
+    histogram = counts.assign(fraction=counts["count"] / totals)
+    by_table = valid.groupby("table")["mv_true"]
+    low, high = by_table.transform("min"), by_table.transform("max")
+    span = (high - low).to_numpy()
+    scaled = np.where(span > 0, (valid["mv_true"] - low).to_numpy() / np.where(span > 0, span, 1.0), 1.0)
+    keep = [c for c in ("table", "method", "repeat", "round", "config_row", "k", "stop_reason", "mv_true")
+            if c in valid.columns]
+    scatter = valid[keep].assign(mv_scaled=scaled).reset_index(drop=True)
+    return KStatistics(histogram.reset_index(drop=True), scatter)
