@@ -1,0 +1,441 @@
+"""Readers for offline tables on disk: ARLBench long, Hypersweeper wide and bracketed-list formats.
+
+A table is one (algorithm, environment) task: hyperparameter columns plus per-seed returns for every
+configuration (ARCHITECTURE.md "Data: offline tables"; ERAHBO App. C.1). This module turns a file
+(parquet or CSV) into a :class:`ParsedTable`: one row per configuration, a ``(n_configs, n_seeds)``
+float64 return matrix and the seed ids. It validates structure only (columns, keys, numbers); NaN
+handling, the search space and the ground truth live in :mod:`tune_risk.offline.table`.
+
+Format rules (detected from the columns, in this order):
+
+* **long** (ARLBench): columns ``config_id``, ``seed``, ``performance`` and ``hp_config.<name>...``;
+  one row per (configuration, seed). With a ``training_steps`` column only the row with the largest
+  ``training_steps`` of each (config_id, seed) is kept. Optional ``wall_time`` (seconds per run).
+  Other columns are ignored. Configurations and seeds are sorted by id.
+* **wide** (Hypersweeper): one row per configuration, ``performance_seed_<s>`` columns (seed id ``s``,
+  an int when it is one); optional ``wall_time_seed_<s>`` columns or one ``wall_time`` column
+  (broadcast to all seeds).
+* **list**: one row per configuration, ``performance`` holds a list of per-seed values (a list in
+  parquet, a string such as ``"[1.0, 2.5, nan]"`` in CSV); seed ids from the metadata's ``seeds``
+  when it has the right length, else ``0..n_seeds-1``. ``wall_time`` may be a number or a list.
+
+In the wide and list formats every column that is not reserved (``config_id``, ``performance*``,
+``wall_time*``, ``training_steps``, pandas' ``Unnamed: <i>`` index columns) is a hyperparameter, and a
+``hp_config.`` prefix is stripped; configurations keep file order, ``config_id`` defaults to the row
+number. Every error is a ``ValueError`` that starts with the file and names the column or value (row
+numbers in messages count the file's data rows from 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import numbers
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+HP_PREFIX = "hp_config."
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+_SEED_COLUMN = re.compile(r"^performance_seed_(.+)$")
+_WALL_SEED_COLUMN = re.compile(r"^wall_time_seed_(.+)$")
+_RESERVED = re.compile(r"^(config_id|performance|wall_time|training_steps|seed|Unnamed: \d+)$")
+_NUMPY_SCALAR = re.compile(r"^(?:np\.|numpy\.)?float(?:16|32|64)?\((.*)\)$")
+_NAN_TOKENS = {"nan", "none", "null", "na", ""}
+
+
+@dataclass
+class ParsedTable:
+    """A table read from disk: configurations (rows) x seeds (columns), before NaN handling."""
+
+    configs: pd.DataFrame
+    """``config_id`` then the hyperparameter columns (original names), one row per configuration."""
+    returns: np.ndarray
+    """``(n_configs, n_seeds)`` float64 raw returns (NaN/inf kept)."""
+    seeds: list[Any]
+    """Seed ids in column order."""
+    wall_time: np.ndarray | None
+    """``(n_configs, n_seeds)`` seconds per run, or ``None``."""
+    format: str
+    """``"long"``, ``"wide"`` or ``"list"``."""
+
+
+def table_error(source: str, message: str) -> ValueError:
+    """A ``ValueError`` whose message starts with the table's file (or name)."""
+    return ValueError(f"{source}: {message}")
+
+
+# --- files ----------------------------------------------------------------------------------------
+def file_kind(path: Path) -> str:
+    """``"parquet"`` or ``"csv"`` from the suffix; ``ValueError`` for anything else."""
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise table_error(str(path), f"unknown extension {path.suffix!r}; expected one of {sorted(SUFFIXES)}")
+    return kind
+
+
+def read_frame(path: Path) -> pd.DataFrame:
+    """Read a parquet or CSV file into a DataFrame, turning every read failure into a ``ValueError``."""
+    kind = file_kind(path)
+    if not path.is_file():
+        raise table_error(str(path), "file not found")
+    try:
+        return pd.read_parquet(path) if kind == "parquet" else pd.read_csv(path)
+    except Exception as err:  # noqa: BLE001 - pyarrow/pandas raise many types; all mean "unreadable"
+        raise table_error(str(path), f"cannot read as {kind}: {type(err).__name__}: {err}") from err
+
+
+def sidecar_path(path: Path) -> Path | None:
+    """The metadata file of a table: ``<path>.json``, else ``<path minus suffix>.json``, else ``None``."""
+    for candidate in (Path(f"{path}.json"), path.with_suffix(".json")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_metadata(path: Path, metadata: dict | str | Path | None) -> dict[str, Any]:
+    """Metadata given as a dict, read from a JSON file, or from the sidecar of ``path`` (``{}`` if none)."""
+    if isinstance(metadata, dict):
+        return dict(metadata)
+    json_path = Path(metadata) if metadata is not None else sidecar_path(path)
+    if json_path is None:
+        return {}
+    try:
+        loaded = json.loads(json_path.read_text())
+    except (OSError, ValueError) as err:
+        raise table_error(str(path), f"cannot read metadata {json_path}: {err}") from err
+    if not isinstance(loaded, dict):
+        raise table_error(str(path), f"metadata {json_path} must hold a JSON object, got {type(loaded).__name__}")
+    return loaded
+
+
+# --- values ---------------------------------------------------------------------------------------
+def _scalar_to_float(value: Any) -> float | None:
+    """A return value as float (NaN for missing), or ``None`` if it is not a number."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return math.nan
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, str):
+        token = value.strip()
+        match = _NUMPY_SCALAR.match(token)
+        token = match.group(1).strip() if match else token
+        if token.lower() in _NAN_TOKENS:
+            return math.nan
+        try:
+            return float(token)
+        except ValueError:
+            return None
+    return None
+
+
+def to_float(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """A column of returns (or times) as float64; ``ValueError`` naming the column and a bad value."""
+    dtype = values.dtype
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    out = np.empty(len(values), dtype=np.float64)
+    for i, value in enumerate(values.tolist()):
+        converted = _scalar_to_float(value)
+        if converted is None:
+            raise table_error(source, f"column {column!r} holds a non-numeric value {value!r} (row {values.index[i]})")
+        out[i] = converted
+    return out
+
+
+def parse_list_cell(cell: Any, column: str, where: str, source: str) -> np.ndarray:
+    """One bracketed list of per-seed values (a list/array, or a string like ``"[1.0, nan]"``)."""
+    if isinstance(cell, str):
+        text = cell.strip()
+        if not (text.startswith("[") and text.endswith("]")):
+            raise table_error(source, f"column {column!r} at {where}: expected a bracketed list, got {cell!r}")
+        tokens = [t for t in re.split(r"[,\s]+", text[1:-1]) if t]
+    elif isinstance(cell, (list, tuple, np.ndarray)):
+        tokens = list(np.asarray(cell, dtype=object).ravel())
+    else:
+        raise table_error(source, f"column {column!r} at {where}: expected a list of per-seed values, got {cell!r}")
+    out = np.empty(len(tokens), dtype=np.float64)
+    for j, token in enumerate(tokens):
+        converted = _scalar_to_float(token)
+        if converted is None:
+            raise table_error(source, f"column {column!r} at {where} holds a non-numeric value {token!r}")
+        out[j] = converted
+    return out
+
+
+def _clean_id(value: Any) -> Any:
+    """A seed or configuration id as a plain Python value (integral floats become ints)."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _seed_from_suffix(suffix: str) -> Any:
+    return int(suffix) if re.fullmatch(r"-?\d+", suffix) else suffix
+
+
+def _sort_key(value: Any) -> tuple:
+    return (type(value).__name__, value)
+
+
+def sorted_unique(values: list[Any], typed: bool = False) -> list[Any]:
+    """Sorted distinct values (mixed types grouped by type name); ``typed``: ``1``, ``1.0``, ``True`` differ."""
+    distinct = [v for _, v in dict.fromkeys((type(v), v) for v in values)] if typed else list(dict.fromkeys(values))
+    try:
+        return sorted(distinct)
+    except TypeError:
+        return sorted(distinct, key=_sort_key)
+
+
+def check_keys(values: pd.Series, column: str, source: str) -> list[Any]:
+    """Ids of one key column as Python values; ``ValueError`` for missing or non-scalar ids."""
+    if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
+        return values.tolist()
+    out = []
+    for i, value in enumerate(values.tolist()):
+        if not pd.api.types.is_scalar(value) or pd.isna(value):
+            raise table_error(source, f"column {column!r} holds an invalid id {value!r} (row {values.index[i]})")
+        out.append(_clean_id(value))
+    return out
+
+
+def check_hyperparameters(frame: pd.DataFrame, columns: list[str], source: str) -> None:
+    """Hyperparameter values must be present, scalar and (for numbers) finite."""
+    for column in columns:
+        dtype = frame[column].dtype
+        if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+            numbers_ok = np.isfinite(frame[column].to_numpy(dtype=np.float64, na_value=np.nan))
+            if numbers_ok.all():
+                continue
+        for i, value in enumerate(frame[column].tolist()):
+            bad = not pd.api.types.is_scalar(value) or pd.isna(value)
+            if not bad and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+                bad = not math.isfinite(value)
+            if bad:
+                raise table_error(source, f"hyperparameter column {column!r} holds an invalid value {value!r} "
+                                          f"(row {frame.index[i]})")
+
+
+# --- formats --------------------------------------------------------------------------------------
+def detect_format(frame: pd.DataFrame, source: str) -> str:
+    """``"long"``, ``"wide"`` or ``"list"`` from the column names (see the module docstring)."""
+    columns = [str(c) for c in frame.columns]
+    if "seed" in columns and "performance" in columns:
+        return "long"
+    if any(_SEED_COLUMN.match(c) for c in columns):
+        return "wide"
+    if "performance" in columns:
+        if pd.api.types.is_numeric_dtype(frame["performance"].dtype):
+            raise table_error(source, "column 'performance' holds single numbers but there is no 'seed' column: "
+                                      "expected 'config_id, seed, performance' (long) or per-seed lists (list)")
+        return "list"
+    raise table_error(
+        source,
+        f"no recognisable return columns among {columns}: expected 'config_id, seed, performance' (long), "
+        "'performance_seed_<s>' (wide) or a 'performance' column of per-seed lists",
+    )
+
+
+def parse_frame(frame: pd.DataFrame, source: str, metadata: dict[str, Any]) -> ParsedTable:
+    """Parse a DataFrame read from a table file into configurations x seeds."""
+    frame = frame.rename(columns=str)
+    if frame.empty:
+        raise table_error(source, f"the table has no rows (columns: {list(frame.columns)})")
+    if frame.columns.duplicated().any():
+        raise table_error(source, f"duplicate column names {sorted(set(frame.columns[frame.columns.duplicated()]))}")
+    kind = detect_format(frame, source)
+    if kind == "long":
+        return _parse_long(frame, source)
+    return _parse_per_config(frame, source, kind, metadata)
+
+
+def _keep_last_training_steps(frame: pd.DataFrame, keys: list[str], source: str) -> pd.DataFrame:
+    """Keep the row with the largest ``training_steps`` per key (the final budget); file row labels kept."""
+    if "training_steps" not in frame.columns:
+        return frame
+    steps = to_float(frame["training_steps"], "training_steps", source)
+    if np.isnan(steps).any():
+        raise table_error(source, "column 'training_steps' has missing values")
+    group = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    last = pd.Series(steps).groupby(group).transform("max").to_numpy()
+    if len(np.unique(steps[steps == last])) > 1:
+        logger.warning("%s: kept rows end at different training_steps %s", source,
+                       sorted(set(steps[steps == last].tolist())))
+    return frame.loc[steps == last]
+
+
+def _hp_columns_long(frame: pd.DataFrame, source: str) -> list[str]:
+    columns = [c for c in frame.columns if c.startswith(HP_PREFIX)]
+    if f"{HP_PREFIX}config_id" in columns:
+        raise table_error(source, f"column '{HP_PREFIX}config_id' clashes with the configuration id column")
+    if not columns:
+        raise table_error(source, f"missing hyperparameter columns: the long format needs '{HP_PREFIX}<name>' columns")
+    if "config_id" not in frame.columns:
+        raise table_error(source, "missing column 'config_id' (long format: config_id, seed, performance, hp_config.*)")
+    return columns
+
+
+def _parse_long(frame: pd.DataFrame, source: str) -> ParsedTable:
+    """ARLBench long format: one row per (config_id, seed)."""
+    hp_columns = _hp_columns_long(frame, source)
+    frame = frame.assign(config_id=check_keys(frame["config_id"], "config_id", source),
+                         seed=check_keys(frame["seed"], "seed", source))
+    frame = _keep_last_training_steps(frame, ["config_id", "seed"], source)
+    dup = frame.duplicated(["config_id", "seed"])
+    if dup.any():
+        config_id, seed = frame.loc[dup, ["config_id", "seed"]].iloc[0].tolist()
+        raise table_error(source, f"duplicate rows for (config_id, seed) = ({config_id!r}, {seed!r})")
+    check_hyperparameters(frame, hp_columns, source)
+    config_ids = sorted_unique(frame["config_id"].tolist())
+    seeds = sorted_unique(frame["seed"].tolist())
+    rows = frame["config_id"].map({c: i for i, c in enumerate(config_ids)}).to_numpy()
+    cols = frame["seed"].map({s: j for j, s in enumerate(seeds)}).to_numpy()
+    _check_complete(rows, cols, config_ids, seeds, source)
+    _check_constant_within(frame, rows, hp_columns, config_ids, source)
+    returns = _pivot(to_float(frame["performance"], "performance", source), rows, cols, len(config_ids), len(seeds))
+    wall_time = None
+    if "wall_time" in frame.columns:
+        wall_time = _pivot(to_float(frame["wall_time"], "wall_time", source), rows, cols, len(config_ids), len(seeds))
+    first = np.full(len(config_ids), -1)
+    first[rows[::-1]] = np.arange(len(rows))[::-1]
+    configs = frame.iloc[first][hp_columns].rename(columns=lambda c: c[len(HP_PREFIX):]).reset_index(drop=True)
+    configs.insert(0, "config_id", config_ids)
+    return ParsedTable(configs, returns, seeds, wall_time, "long")
+
+
+def _pivot(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, n: int, s: int) -> np.ndarray:
+    out = np.full((n, s), np.nan)
+    out[rows, cols] = values
+    return out
+
+
+def _check_complete(rows: np.ndarray, cols: np.ndarray, config_ids: list, seeds: list, source: str) -> None:
+    """Every configuration must have every seed (a ragged table cannot be replayed)."""
+    present = np.zeros((len(config_ids), len(seeds)), dtype=bool)
+    present[rows, cols] = True
+    ragged = np.flatnonzero(~present.all(axis=1))
+    if ragged.size:
+        i = ragged[0]
+        missing = [seeds[j] for j in np.flatnonzero(~present[i])]
+        raise table_error(
+            source,
+            f"ragged table: config_id {config_ids[i]!r} is missing seed(s) {missing[:10]} "
+            f"({ragged.size} configuration(s) lack some of the {len(seeds)} seeds)",
+        )
+
+
+def _check_constant_within(frame: pd.DataFrame, rows: np.ndarray, columns: list[str], config_ids: list,
+                           source: str) -> None:
+    """All rows of one configuration must carry the same hyperparameter values."""
+    for column in columns:
+        counts = frame[column].groupby(rows).nunique()
+        varying = counts.index[counts.to_numpy() > 1]
+        if len(varying):
+            i = int(varying[0])
+            values = frame.loc[rows == i, column].unique().tolist()[:5]
+            raise table_error(source, f"column {column!r} differs within config_id {config_ids[i]!r}: {values}")
+
+
+def _hp_columns_per_config(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns
+            if not (_RESERVED.match(c) or _SEED_COLUMN.match(c) or _WALL_SEED_COLUMN.match(c))]
+
+
+def _parse_per_config(frame: pd.DataFrame, source: str, kind: str, metadata: dict[str, Any]) -> ParsedTable:
+    """Wide or list format: one row per configuration."""
+    hp_columns = _hp_columns_per_config(frame)
+    if not hp_columns:
+        raise table_error(source, f"missing hyperparameter columns: only reserved columns {list(frame.columns)}")
+    if "config_id" not in frame.columns:
+        frame = frame.assign(config_id=np.arange(len(frame)))
+    frame = frame.assign(config_id=check_keys(frame["config_id"], "config_id", source))
+    frame = _keep_last_training_steps(frame, ["config_id"], source)
+    dup = frame["config_id"].duplicated()
+    if dup.any():
+        raise table_error(source, f"duplicate rows for config_id {frame.loc[dup, 'config_id'].tolist()[0]!r}")
+    check_hyperparameters(frame, hp_columns, source)
+    if kind == "wide":
+        seeds, returns, wall_time = _wide_returns(frame, source)
+    else:
+        seeds, returns, wall_time = _list_returns(frame, source, metadata)
+    names = {c: c[len(HP_PREFIX):] if c.startswith(HP_PREFIX) else c for c in hp_columns}
+    if len(set(names.values())) < len(names) or "config_id" in names.values():
+        raise table_error(source, f"hyperparameter names clash after removing '{HP_PREFIX}': {hp_columns}")
+    configs = frame[["config_id", *hp_columns]].rename(columns=names).reset_index(drop=True)
+    return ParsedTable(configs, returns, seeds, wall_time, kind)
+
+
+def _seed_columns(frame: pd.DataFrame, pattern: re.Pattern, source: str) -> dict[Any, str]:
+    out: dict[Any, str] = {}
+    for column in frame.columns:
+        match = pattern.match(column)
+        if match:
+            seed = _seed_from_suffix(match.group(1))
+            if seed in out:
+                raise table_error(source, f"columns {out[seed]!r} and {column!r} name the same seed {seed!r}")
+            out[seed] = column
+    return out
+
+
+def _wide_returns(frame: pd.DataFrame, source: str) -> tuple[list, np.ndarray, np.ndarray | None]:
+    by_seed = _seed_columns(frame, _SEED_COLUMN, source)
+    seeds = sorted_unique(list(by_seed))
+    returns = np.column_stack([to_float(frame[by_seed[s]], by_seed[s], source) for s in seeds])
+    wall_by_seed = _seed_columns(frame, _WALL_SEED_COLUMN, source)
+    if wall_by_seed:
+        missing = [f"wall_time_seed_{s}" for s in seeds if s not in wall_by_seed]
+        extra = [c for s, c in wall_by_seed.items() if s not in by_seed]
+        if missing or extra:
+            raise table_error(source, f"wall_time_seed_<s> columns do not match the seeds: missing {missing}, "
+                                      f"unexpected {extra}")
+        wall = np.column_stack([to_float(frame[wall_by_seed[s]], wall_by_seed[s], source) for s in seeds])
+        return seeds, returns, wall
+    return seeds, returns, _broadcast_wall_time(frame, len(seeds), source)
+
+
+def _broadcast_wall_time(frame: pd.DataFrame, n_seeds: int, source: str) -> np.ndarray | None:
+    if "wall_time" not in frame.columns:
+        return None
+    return np.repeat(to_float(frame["wall_time"], "wall_time", source)[:, None], n_seeds, axis=1)
+
+
+def _list_column(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
+    """A column of per-seed lists as a ``(n_configs, n_seeds)`` array; ragged lists raise."""
+    cells = [parse_list_cell(cell, column, f"config_id {cid!r}", source)
+             for cell, cid in zip(frame[column].tolist(), frame["config_id"].tolist(), strict=True)]
+    if not cells:
+        return np.empty((0, 0))
+    for cell, cid in zip(cells, frame["config_id"].tolist(), strict=True):
+        if cell.size != cells[0].size:
+            raise table_error(source, f"ragged table: column {column!r} has {cell.size} values for config_id "
+                                      f"{cid!r} but {cells[0].size} for the first configuration")
+    return np.stack(cells)
+
+
+def _list_returns(frame: pd.DataFrame, source: str, metadata: dict[str, Any]) -> tuple[list, np.ndarray, Any]:
+    returns = _list_column(frame, "performance", source)
+    n_seeds = returns.shape[1]
+    seeds = metadata.get("seeds")
+    if not (isinstance(seeds, list) and len(seeds) == n_seeds and len(set(map(repr, seeds))) == n_seeds):
+        if seeds is not None:
+            logger.warning("%s: metadata seeds do not match the %d values per list; using 0..%d", source,
+                           n_seeds, n_seeds - 1)
+        seeds = list(range(n_seeds))
+    wall_time = None
+    if "wall_time" in frame.columns:
+        is_list = frame["wall_time"].map(lambda v: isinstance(v, (str, list, tuple, np.ndarray))).all()
+        wall_time = _list_column(frame, "wall_time", source) if is_list and len(frame) else \
+            _broadcast_wall_time(frame, n_seeds, source)
+        if wall_time is not None and wall_time.shape != returns.shape:
+            raise table_error(source, f"column 'wall_time' has shape {wall_time.shape}, returns {returns.shape}")
+    return [_clean_id(s) for s in seeds], returns, wall_time
