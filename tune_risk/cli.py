@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(ERAHBO, RAHBO, GP-UCB, OSCBO).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every finished configuration")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _COMMAND_MODULES:
         try:
@@ -43,8 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 2
     args.argv = argv[argv.index(args.command) + 1:]  # recorded in table metadata ("command")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    return int(args.func(args) or 0)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("rl_tasks").setLevel(logging.INFO)  # the generator's progress lines
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as error:  # bad input: one clear line, no traceback
+        print(f"tune-risk {args.command}: error: {error}", file=sys.stderr)
+        return 2
 
 
 def _version() -> str:

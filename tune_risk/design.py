@@ -31,7 +31,7 @@ def snap_to_pool(point: np.ndarray, pool: np.ndarray, used: np.ndarray) -> int:
 
 def check_pool(pool: np.ndarray) -> np.ndarray:
     """Validate a candidate pool (``n x d`` in the unit cube, no duplicate rows); return it as float64."""
-    pool = np.asarray(pool, dtype=np.float64)
+    pool = np.array(pool, dtype=np.float64)  # an own, writable copy (torch shares its memory)
     if pool.ndim != 2 or pool.shape[0] == 0 or pool.shape[1] == 0:
         raise ValueError(f"pool must be a non-empty 2-D array (configurations x dims), got shape {pool.shape}")
     if not np.isfinite(pool).all():
