@@ -20,6 +20,7 @@ from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter, Repeater
 
 from tune_risk import ReplicateScheduler, RiskAwareSearch
 
+ACTIVE = None  # default: ceil(W / k_min) configurations in flight
 SPACE = {"x": tune.uniform(0.0, 1.0), "y": tune.loguniform(1e-3, 1.0), "c": tune.choice(["a", "b"])}
 
 
@@ -43,7 +44,7 @@ def make_searchers(trials: int) -> dict:
 
 
 def _risk_aware():
-    searcher = RiskAwareSearch(random_state_seed=0, k_max=4)
+    searcher = RiskAwareSearch(random_state_seed=0, k_max=4, max_active_configs=ACTIVE)
     return ConcurrencyLimiter(searcher, max_concurrent=2), ReplicateScheduler(searcher)
 
 
