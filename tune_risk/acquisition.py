@@ -16,7 +16,9 @@ import warnings
 import numpy as np
 import torch
 
-import tune_risk._compat  # noqa: F401  (import BoTorch without JAX)
+# isort: off
+import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+# isort: on
 from botorch.acquisition import AcquisitionFunction
 from botorch.optim import optimize_acqf
 from botorch.utils.transforms import t_batch_mode_transform

@@ -30,7 +30,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-import tune_risk._compat  # noqa: F401  (import BoTorch without JAX)
+# isort: off
+import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+# isort: on
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize

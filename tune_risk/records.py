@@ -45,13 +45,13 @@ class Replicate:
     pool_index: int | None
 
 
-class SlotState(str, enum.Enum):
+class SlotState(enum.StrEnum):
     QUEUED = "queued"  # waiting to be launched (first time or after a failed run)
     LAUNCHED = "launched"  # a run is in flight
     DONE = "done"  # a finite result arrived (incorporated once all earlier slots are done)
 
 
-class RunStatus(str, enum.Enum):
+class RunStatus(enum.StrEnum):
     IN_FLIGHT = "in_flight"
     USED = "used"  # result incorporated into its configuration's sample
     BUFFERED = "buffered"  # result arrived; waits for earlier replicates (replicate order)

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tune_risk.schedules import SCHEDULES, validate_schedule
+from tune_risk.schedules import validate_schedule
 
 METHODS = ("erahbo", "rahbo", "gp-ucb")
 LAUNCH_POLICIES = ("doubling", "window", "all")

@@ -109,9 +109,10 @@ def test_failures_nan_and_missing_metric_never_crash(ray_session, tmp_path, monk
 
 def test_mode_min_minimises(ray_session, tmp_path):
     def negated(config):
-        from ray import tune as _tune
         import math as _math
+
         import numpy as _np
+        from ray import tune as _tune
 
         rng = _np.random.default_rng(int(config["seed"]))
         x = config["x"]
