@@ -361,7 +361,8 @@ class Engine:
             started = sum(slot.state is not SlotState.QUEUED for slot in record.slots)
             return record.running and record.phase == "bo" and started < k_min
 
-        return sorted(self.records, key=lambda record: not short_of_k_min(record))
+        running = [record for record in self.records if record.running]  # only these can launch
+        return sorted(running, key=lambda record: not short_of_k_min(record))
 
     def _launch_queued(self, record: ConfigRecord) -> Replicate | None:
         if not record.running:
