@@ -16,7 +16,7 @@ $(VENV)/bin/python:
 $(STAMP): $(VENV)/bin/python
 	$(PIP) install --upgrade pip setuptools wheel
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e ".[dev,rl]"
+	$(PIP) install -e ".[dev,rl,bench]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

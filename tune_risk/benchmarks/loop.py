@@ -1,0 +1,210 @@
+"""The plain GP-UCB loop of the OSCBO paper's comparison (ALGORITHMS.md §4.1, §3.7; OSCBO App. D).
+
+Every method shares the model of §3.1 (Matérn-5/2, outputscale 1, mean 0, ``sigma^2 = 0.01``,
+unit-cube inputs, outputs standardised manually each round), the same ``D_0`` (10 scrambled-Sobol
+points, seed = repetition, O-21), the budget and the acquisition ``mu + kappa sigma`` maximised by
+BoTorch's ``optimize_acqf`` (q = 1, 5 restarts, 20 raw samples). Only the lengthscale (or, for OCBO,
+SCGP and VanillaBO, the band) differs.
+
+===============  =================================================================
+method           what is played in round t
+===============  =================================================================
+``oscbo``        OSCBO's lengthscale (p = 2), kappa = sqrt(2)          §3
+``oscbo-l1``     OSCBO with p = 1                                      §3
+``gp-ucb-mll``   MLL refit (Adam, lr 0.01, 50 steps), kappa = sqrt(2)  §4.2
+``ocbo``         MLL lengthscale, kappa = Phi^-1(LOO-PIT 0.9-quantile)  §4.3
+``a-gp-ucb``     theta_0 / g_t                                          §4.4
+``lb-gp-ucb``    balanced candidate lengthscales with elimination      §4.5
+``scgp``         split mean/uncertainty lengthscales, calibrated kappa  §4.6
+``vanilla-bo``   BoTorch default SingleTaskGP (MAP), kappa = sqrt(2)   §4.7
+===============  =================================================================
+
+Per round the loop logs the played lengthscale, the losses of eqs. 6-7 of the played band
+(coverage, width, ``V_t``), and the regrets. Observations are noiseless (O-18).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+# isort: off
+import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+# isort: on
+from botorch.acquisition import AcquisitionFunction
+from botorch.optim import optimize_acqf
+from botorch.utils.transforms import t_batch_mode_transform
+
+from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
+from tune_risk.benchmarks.tasks import Task
+from tune_risk.design import sobol_points
+from tune_risk.lengthscale.strategies import make_strategy
+from tune_risk.models import DTYPE
+from tune_risk.oscbo.game import GameData
+from tune_risk.oscbo.gp import NOISE, standardize
+from tune_risk.oscbo.losses import round_losses
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("oscbo", "oscbo-l1", "gp-ucb-mll", "ocbo", "a-gp-ucb", "lb-gp-ucb", "scgp", "vanilla-bo")
+_STRATEGY_OF = {"oscbo": "oscbo", "oscbo-l1": "oscbo-l1", "gp-ucb-mll": "mll", "a-gp-ucb": "a-gp-ucb",
+                "lb-gp-ucb": "lb-gp-ucb"}
+
+
+class PosteriorUCB(AcquisitionFunction):
+    r"""``mu(x) + kappa sigma(x)`` of a ``Surrogate`` (latent sigma), for ``optimize_acqf``."""
+
+    def __init__(self, surrogate: Surrogate) -> None:
+        torch.nn.Module.__init__(self)
+        self.surrogate = surrogate
+
+    @t_batch_mode_transform(expected_q=1)
+    def forward(self, X: Tensor) -> Tensor:
+        """``b x 1 x d`` -> ``b``."""
+        mu, var = self.surrogate.predict(X.squeeze(-2))
+        return mu + self.surrogate.kappa * var.sqrt()
+
+
+@dataclass
+class BOResult:
+    """One run: queried points, values, regrets and per-round diagnostics."""
+
+    task: str
+    method: str
+    seed: int
+    X: list[list[float]]  # unit cube, D_0 first
+    values: list[float]
+    n_init: int
+    optimum: float | None
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def simple_regret(self, optimum: float | None = None) -> np.ndarray:
+        """``f* - max_{j<=t} f(x_j)`` for ``t = 0..T`` (D_0 included, ``t = 0`` is D_0 alone)."""
+        best = np.maximum.accumulate(np.asarray(self.values))[self.n_init - 1:]
+        return self._optimum(optimum) - best
+
+    def cumulative_regret(self, optimum: float | None = None) -> np.ndarray:
+        """``sum_{s<=t} (f* - f(x_s))`` over BO rounds, ``t = 1..T``."""
+        return np.cumsum(self._optimum(optimum) - np.asarray(self.values[self.n_init:]))
+
+    def _optimum(self, optimum: float | None) -> float:
+        value = optimum if optimum is not None else self.optimum
+        if value is None:
+            raise ValueError(f"task {self.task!r} has no known optimum: pass one (e.g. the best value found)")
+        return float(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def maximize_ucb(surrogate: Surrogate, dim: int, seed: int, num_restarts: int = 5, raw_samples: int = 20) -> np.ndarray:
+    """``argmax_{[0,1]^d} mu + kappa sigma`` with ``optimize_acqf`` (q = 1), seeded."""
+    bounds = torch.stack([torch.zeros(dim, dtype=DTYPE), torch.ones(dim, dtype=DTYPE)])
+    with torch.random.fork_rng(), warnings.catch_warnings():
+        torch.manual_seed(seed)
+        warnings.simplefilter("ignore")
+        candidate, _ = optimize_acqf(PosteriorUCB(surrogate), bounds=bounds, q=1, num_restarts=num_restarts,
+                                     raw_samples=raw_samples)
+    return candidate.detach().reshape(-1).clamp(0.0, 1.0).numpy()
+
+
+class _Method:
+    """Adapter: a lengthscale strategy or a band surrogate behind one ``surrogate``/``observe`` pair."""
+
+    def __init__(self, name: str, dim: int, steps: int, beta: float, seed: int, options: dict) -> None:
+        self.name, self.kappa = name, math.sqrt(beta)
+        self.strategy = None
+        self.band = None
+        if name in _STRATEGY_OF:
+            self.strategy = make_strategy(_STRATEGY_OF[name], dim, T=steps, beta=beta, seed=seed, **options)
+        elif name == "ocbo":
+            self.band = OCBO(dim, beta)
+        elif name == "scgp":
+            self.band = SCGP(dim, seed, beta=beta)
+        elif name == "vanilla-bo":
+            self.band = VanillaBO(dim, beta)
+        else:
+            raise ValueError(f"unknown method {name!r}; valid methods are {', '.join(METHODS)}")
+
+    def start(self, data: GameData) -> None:
+        if self.strategy is not None:
+            self.strategy.start(data)
+
+    def surrogate(self, t: int, data: GameData) -> Surrogate:
+        if self.strategy is not None:
+            return fixed_gp_surrogate(data.X, data.y, self.strategy.propose(t, data), self.kappa)
+        return self.band.surrogate(t, data.X, data.y)
+
+    def observe(self, t: int, y_t: float, losses, key: int, data: GameData) -> None:
+        if self.strategy is not None:
+            self.strategy.observe(t, y_t, losses, key, data)
+
+
+def run_bo(task: Task, method: str, seed: int, steps: int = 100, n_init: int = 10, beta: float = 2.0,
+           num_restarts: int = 5, raw_samples: int = 20, p_diagnostic: int = 2, **options: Any) -> BOResult:
+    """Run one method on one task for ``steps`` BO rounds after ``n_init`` Sobol points (seed ``seed``).
+
+    ``options`` go to ``OSCBOConfig`` for the OSCBO methods (e.g. ``lambda_init``, ``form``).
+    """
+    started = time.perf_counter()
+    dim = task.dim
+    X = [list(x) for x in sobol_points(dim, n_init, seed)]
+    values = [task(np.asarray(x)) for x in X]
+    handler = _Method(method, dim, steps, beta, seed, options)
+    handler.start(_data(X, values))
+    rounds: list[dict[str, Any]] = []
+    V = V_plus = 0.0
+    covered_count, width_sum = 0, 0.0
+    for t in range(1, steps + 1):
+        data = _data(X, values)
+        _, y_mean, y_std = standardize(torch.as_tensor(values, dtype=DTYPE))
+        surrogate = handler.surrogate(t, data)
+        round_seed = int(np.random.SeedSequence([seed, t, 1]).generate_state(1)[0])
+        x_t = maximize_ucb(surrogate, dim, round_seed, num_restarts, raw_samples)
+        f_t = task(x_t)
+        with torch.no_grad():
+            mu, var = surrogate.predict(torch.as_tensor(x_t, dtype=DTYPE).unsqueeze(0))
+        y_t = (f_t - y_mean) / y_std  # constants of D_{t-1} (O-15)
+        losses = round_losses(y_t, float(mu[0]), float(var[0]), NOISE, beta, p_diagnostic)
+        X.append([float(v) for v in x_t])
+        values.append(f_t)
+        handler.observe(t, y_t, losses, len(X) - 1, _data(X, values))
+        band = max(surrogate.kappa, 0.0) * math.sqrt(float(var[0]) + surrogate.noise)
+        covered = abs(y_t - float(mu[0])) <= band
+        covered_count += int(covered)
+        width_sum += 2.0 * band
+        V += losses.calibration
+        V_plus += max(losses.calibration, 0.0)
+        theta = handler.strategy.theta if handler.strategy is not None else surrogate.theta
+        rounds.append({
+            "t": t, "value": f_t, "theta": None if theta is None else list(theta), "kappa": surrogate.kappa,
+            "calibration": losses.calibration, "sharpness": losses.sharpness, "covered": covered,
+            "coverage": covered_count / t, "width": 2.0 * band, "mean_width": width_sum / t,
+            "V": V, "V_plus": max(V, 0.0), "V_plus_sum": V_plus, **_extra(handler, surrogate),
+        })
+    return BOResult(task.name, method, seed, X, values, n_init, task.optimum, rounds, time.perf_counter() - started)
+
+
+def _data(X: list[list[float]], values: list[float]) -> GameData:
+    """``D`` with outputs standardised by the constants of ``D`` itself (§3.1)."""
+    y, _, _ = standardize(torch.as_tensor(values, dtype=DTYPE))
+    return GameData(torch.as_tensor(X, dtype=DTYPE), y, NOISE, list(range(len(X))))
+
+
+def _extra(handler: _Method, surrogate: Surrogate) -> dict[str, Any]:
+    extra = {k: (list(v) if isinstance(v, tuple) else v) for k, v in surrogate.info.items()}
+    strategy = handler.strategy
+    if strategy is not None and getattr(strategy, "game", None) is not None:
+        last = strategy.game.diagnostics[-1]
+        extra.update({"lambda": last["lambda"], "phase": last["phase"], "theta_next": last["theta_next"],
+                      "oscbo_V": last["V"]})
+    return extra

@@ -1,0 +1,64 @@
+"""Lunar Lander 12D: the heuristic controller of Eriksson et al. 2019 (TuRBO) with 12 weights
+``w in [0, 2]^12``, reward averaged over environment seeds 0..49 (ALGORITHMS.md §4.9, O-20).
+
+Needs ``gymnasium[box2d]`` (``pip install 'tune-risk[bench]'``). An episode that reaches
+gymnasium's 1000-step truncation scores -100 (TuRBO's timeout penalty).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+GYM_HEURISTIC_WEIGHTS = (0.5, 1.0, 0.4, 0.55, 0.5, 1.0, 0.5, 0.5, 0.0, 0.5, 0.05, 0.05)
+
+
+def heuristic_action(s: np.ndarray, w: np.ndarray) -> int:
+    """TuRBO's parameterised version of gymnasium's ``heuristic`` lander controller."""
+    angle_target = np.clip(s[0] * w[0] + s[2] * w[1], -w[2], w[2])
+    hover_target = w[3] * np.abs(s[0])
+    angle_todo = (angle_target - s[4]) * w[4] - s[5] * w[5]
+    hover_todo = (hover_target - s[1]) * w[6] - s[3] * w[7]
+    if s[6] or s[7]:  # a leg touches the ground
+        angle_todo = w[8]
+        hover_todo = -s[3] * w[9]
+    if hover_todo > np.abs(angle_todo) and hover_todo > w[10]:
+        return 2
+    if angle_todo < -w[11]:
+        return 3
+    if angle_todo > w[11]:
+        return 1
+    return 0
+
+
+def lunar_reward(w: np.ndarray, episodes: int = 50) -> float:
+    """Mean return of the controller with weights ``w`` over environment seeds ``0..episodes-1``."""
+    try:
+        import gymnasium as gym
+    except ImportError as error:
+        from tune_risk.benchmarks.tasks import TaskUnavailable
+
+        raise TaskUnavailable("lunar12 needs gymnasium[box2d] (pip install 'tune-risk[bench]')") from error
+    w = np.asarray(w, dtype=np.float64)
+    try:
+        env = gym.make("LunarLander-v3")
+    except Exception as error:  # Box2D missing: gymnasium raises DependencyNotInstalled
+        from tune_risk.benchmarks.tasks import TaskUnavailable
+
+        raise TaskUnavailable(f"lunar12 needs Box2D: {error}") from error
+    total = 0.0
+    try:
+        for seed in range(episodes):
+            state, _ = env.reset(seed=seed)
+            episode = 0.0
+            while True:
+                state, reward, terminated, truncated, _ = env.step(heuristic_action(state, w))
+                episode += float(reward)
+                if terminated:
+                    break
+                if truncated:
+                    episode = -100.0
+                    break
+            total += episode
+    finally:
+        env.close()
+    return total / episodes
