@@ -7,19 +7,19 @@ configurations (fixed k = 2 replicates of a synthetic heteroscedastic objective)
 ``--repeats`` suggestions are timed, each followed by its replicates' results. Prints a markdown
 table (p50 / p95 in ms) and the process's peak resident memory.
 
-    python experiments/bench_engine.py [--sizes 50 200 500] [--repeats 20] [--threads 1]
+    python experiments/bench_engine.py [--sizes 50 200 500] [--repeats 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import platform
 import resource
 import time
 
 import numpy as np
-import torch
 
 from tune_risk.engine import Engine
 from tune_risk.objectives import get_objective
@@ -69,11 +69,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--pool-size", type=int, default=512)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
     objective = get_objective("hartmann6")
     pool = np.random.default_rng(args.seed).random((args.pool_size, objective.dim))
     rows = []
@@ -85,7 +82,8 @@ def main() -> None:
         cont_ms = np.array(time_suggestions(continuous, objective, max(3, args.repeats // 4))) * 1e3
         rows.append((n, pool_ms, cont_ms))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"Machine: {platform.processor() or platform.machine()}, torch threads {torch.get_num_threads()}, "
+    threads = EngineSettings().torch_threads
+    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, engine torch threads {threads}, "
           f"pool of {args.pool_size} rows (6-D), continuous 6-D cube\n")
     print("| evaluated configs | pool p50 (ms) | pool p95 (ms) | continuous p50 (ms) | continuous p95 (ms) |")
     print("|---:|---:|---:|---:|---:|")
