@@ -46,6 +46,7 @@ import torch
 
 from tune_risk.acquisition import argmax_pool, maximize_continuous
 from tune_risk.design import check_pool, snap_to_pool, sobol_points
+from tune_risk.lengthscale.engine_hooks import EngineLengthscale
 from tune_risk.models import DTYPE
 from tune_risk.records import (
     DONE,
@@ -110,6 +111,7 @@ class Engine:
         self._pool_tensor = None if self.pool is None else torch.from_numpy(self.pool)
         self.warp = warp
         self.hyperparameters: RiskHyperparameters | None = None
+        self.lengthscale_adapter: EngineLengthscale | None = None  # settings.lengthscale != "mll" (§3.10)
         self.records: list[ConfigRecord] = []
         self.runs: dict[int, Run] = {}
         self.n_used = 0  # the paper's sample count N_used (charged, incorporated replicates)
@@ -301,6 +303,7 @@ class Engine:
             self.warp = fit_warp(np.asarray(values), bound=self.settings.warp_bound)
         data = self._risk_data(self._data_rows())
         self._set_hyperparameters(fit_risk_hyperparameters(data, self.settings, self.rho_bar_sq))
+        self.lengthscale_adapter = EngineLengthscale.create(self)
 
     def _set_hyperparameters(self, hyperparameters: RiskHyperparameters) -> None:
         self.hyperparameters = hyperparameters
@@ -323,6 +326,8 @@ class Engine:
             self._set_hyperparameters(
                 fit_risk_hyperparameters(data, settings, self.rho_bar_sq, init=self.hyperparameters)
             )
+        if self.lengthscale_adapter is not None:
+            self.lengthscale_adapter.before_round(self)  # theta_{t-1} played for the whole round
         self.rounds += 1
         rows = self._data_rows(with_fantasies=True)
         model = self._model(rows)
@@ -448,6 +453,8 @@ class Engine:
         record.closed_after_runs = len(self.runs)
         if status != "initial":
             self._log_finished(record)
+            if self.lengthscale_adapter is not None:
+                self.lengthscale_adapter.after_round(self, record)
 
     def _after_stop(self, record: ConfigRecord) -> None:
         """Cancel (or, in append mode, keep) the replicates of a stopped configuration (§2.4)."""

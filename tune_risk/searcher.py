@@ -53,7 +53,8 @@ class RiskAwareSearch(Searcher):
         alpha: risk aversion. k_min, k_max: replicate bounds (``2 <= k_min <= k_max``).
         beta: acquisition ``beta`` (``kappa = sqrt(beta)``). beta_stop, beta_stop_schedule: stop rule.
         n_initial: configurations of the Sobol initial design.
-        lengthscale: GP lengthscale strategy (``"mll"``).
+        lengthscale: the mean GP's lengthscale strategy: ``"mll"`` (MAP fit), ``"oscbo"``,
+            ``"oscbo-l1"`` (online sharp-calibrated, OSCBO), ``"a-gp-ucb"`` or ``"lb-gp-ucb"``.
         seed_key: config key that receives the replicate's training seed.
         points_to_evaluate: configurations to evaluate first (they open the initial design).
         evaluated_rewards: returns already observed for ``points_to_evaluate``: a number (one

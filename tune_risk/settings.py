@@ -34,7 +34,7 @@ BETA_CONVENTIONS = ("sqrt", "multiplier")
 LATE_RESULTS = ("discard", "append")
 BUDGET_UNITS = ("samples", "runs")
 WARP_MODES = ("online", "none")
-LENGTHSCALES = ("mll",)
+LENGTHSCALES = ("mll", "oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb")
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,9 @@ class EngineSettings:
         max_failures_per_config: failed replicate runs (errors, NaN/inf) tolerated per
             configuration; each is retried with a fresh seed, one more marks it failed.
         common_random_numbers: replicate ``i`` of every configuration uses seed ``i``.
+        lengthscale: the mean GP's lengthscale: ``"mll"`` (the MAP fit above) or a strategy of
+            ``tune_risk.lengthscale`` (``"oscbo"``, ``"oscbo-l1"``, ``"a-gp-ucb"``, ``"lb-gp-ucb"``),
+            which makes ``G_f`` Matérn-5/2 with mean 0 (OSCBO x ERAHBO, ALGORITHMS.md §3.10).
         pool_exclude_evaluated: exclude evaluated pool rows from the acquisition (A-10).
         num_restarts / raw_samples: ``optimize_acqf`` settings on the continuous cube.
         seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).

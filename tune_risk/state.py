@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from tune_risk.lengthscale.engine_hooks import EngineLengthscale
 from tune_risk.records import ConfigRecord, Run, RunStatus, Slot, SlotState
 from tune_risk.risk_model import RiskHyperparameters
 from tune_risk.settings import EngineSettings
@@ -39,6 +40,7 @@ def engine_state(engine: Engine) -> dict[str, Any]:
         "rounds": engine.rounds,
         "initial_points_drawn": engine.initial_points_drawn,
         "compute_spent": engine.compute_spent,
+        "lengthscale": None if engine.lengthscale_adapter is None else engine.lengthscale_adapter.state_dict(),
     }
 
 
@@ -66,6 +68,7 @@ def engine_from_state(cls: type[Engine], state: dict[str, Any]) -> Engine:
     engine.rounds = state["rounds"]
     engine.initial_points_drawn = state["initial_points_drawn"]
     engine.compute_spent = state["compute_spent"]
+    engine.lengthscale_adapter = EngineLengthscale.from_state_dict(state.get("lengthscale"))
     return engine
 
 

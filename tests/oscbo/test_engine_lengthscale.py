@@ -1,0 +1,118 @@
+"""Lengthscale strategies inside the ERAHBO engine (ALGORITHMS.md §3.10) and under Ray Tune."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from tune_risk.engine import Engine
+from tune_risk.models import DTYPE, ConditionedGP
+from tune_risk.records import DONE
+from tune_risk.risk_model import RiskHyperparameters, RiskModel
+from tune_risk.settings import EngineSettings
+
+
+def noisy(x, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    return float(math.sin(6 * x[0]) + x[1] ** 2 + rng.normal() * (0.1 + 0.5 * x[1]))
+
+
+def settings(lengthscale: str, **overrides) -> EngineSettings:
+    base = dict(budget=40, k_min=2, k_max=6, lengthscale=lengthscale, seed=1, raw_samples=64, num_restarts=2)
+    return EngineSettings.for_method("erahbo", **{**base, **overrides})
+
+
+def round_closed(engine: Engine, t: int) -> bool:
+    return any(r.phase == "bo" and r.round == t and not r.running for r in engine.records)
+
+
+def drive(engine: Engine, stop_at_round: int | None = None) -> Engine:
+    """Run to completion, or until round ``stop_at_round`` has stopped sampling (0: hyperparameters fitted)."""
+    while True:
+        if stop_at_round == 0 and engine.hyperparameters is not None:
+            return engine
+        if stop_at_round and round_closed(engine, stop_at_round) and not engine.in_flight_runs():
+            return engine
+        request = engine.ask()
+        if request is DONE:
+            return engine
+        engine.tell(request.run_id, noisy(request.x, request.seed))
+
+
+@pytest.mark.parametrize("name", ["oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb"])
+def test_strategies_run_in_the_engine_and_set_the_mean_gp(name):
+    engine = drive(Engine(settings(name), dim=2))
+    adapter = engine.lengthscale_adapter
+    assert adapter is not None and engine.rounds >= 5
+    rounds_with_data = sum(1 for r in engine.records if r.phase == "bo" and engine._has_data(r))
+    assert len(adapter.diagnostics) == rounds_with_data
+    mean_hp = engine.hyperparameters.mean_gp
+    assert mean_hp.kernel == "matern52" and mean_hp.constant == 0.0
+    assert len(set(mean_hp.lengthscale)) == 1  # isotropic
+    assert list(mean_hp.lengthscale[:1]) == adapter.played[str(engine.rounds)]
+    # G_var is ERAHBO's own fit, untouched (same initial design as the MLL engine)
+    reference = drive(Engine(settings("mll"), dim=2), stop_at_round=0)
+    assert engine.hyperparameters.variance_gp == reference.hyperparameters.variance_gp
+
+
+def test_oscbo_feedback_is_the_heteroscedastic_residual_of_the_played_theta():
+    engine = drive(Engine(settings("oscbo"), dim=2), stop_at_round=4)
+    adapter = engine.lengthscale_adapter
+    record = [r for r in engine.records if r.phase == "bo" and r.round == 4][0]
+    records = [r for r in engine.records if engine._has_data(r) and r.config_id <= record.config_id]
+    rows = [engine._statistics_row(r) for r in records]
+    hp = engine.hyperparameters
+    full = RiskModel(engine._risk_data(rows), hp, engine.settings, engine.rho_bar_sq)
+    played = adapter._mean_hyperparameters(hp, adapter.played["4"], engine.dim)
+    prev = RiskModel(engine._risk_data(rows[:-1]), RiskHyperparameters(hp.variance_gp, played), engine.settings,
+                     engine.rho_bar_sq)
+    mu, sd = prev.mean_gp.predict(torch.tensor([record.x], dtype=DTYPE))
+    gp: ConditionedGP = prev.mean_gp
+    m_hat = (rows[-1][1] - gp.y_mean) / gp.y_std
+    sigma_hat = float(full.mean_gp.noise[-1])
+    z = (m_hat - (float(mu[0]) - gp.y_mean) / gp.y_std) / math.sqrt(sigma_hat + (float(sd[0]) / gp.y_std) ** 2)
+    last = adapter.diagnostics[-1]
+    assert last["t"] == 4 and last["z"] == pytest.approx(z, abs=1e-10)
+    assert last["calibration"] == pytest.approx(z**2 / engine.settings.kappa_acq**2 - 1.0, abs=1e-10)
+    assert adapter.strategy.game.config.T == 40 // 2 and adapter.beta == pytest.approx(2.5)
+
+
+def test_restore_mid_run_continues_exactly():
+    full = drive(Engine(settings("oscbo", seed=4), dim=2))
+    half = drive(Engine(settings("oscbo", seed=4), dim=2), stop_at_round=3)
+    restored = Engine.from_state_dict(pickle.loads(pickle.dumps(half.state_dict())))
+    assert restored.state_dict() == half.state_dict()
+    drive(restored)
+    assert restored.state_dict() == full.state_dict()
+
+
+def test_unknown_lengthscale_is_rejected():
+    with pytest.raises(ValueError, match="lengthscale"):
+        EngineSettings(lengthscale="bogus")
+
+
+def test_risk_aware_search_with_oscbo_under_tune(ray_session, tmp_path):
+    from ray import tune
+
+    from tests.tune.trainables import make_noisy_trainable
+    from tune_risk import ReplicateScheduler, RiskAwareSearch
+
+    searcher = RiskAwareSearch(random_state_seed=5, k_max=4, n_initial=3, lengthscale="oscbo",
+                               max_active_configs=1, raw_samples=64, num_restarts=2)
+    tuner = tune.Tuner(
+        make_noisy_trainable(iterations=1),
+        param_space={"x": tune.uniform(0.0, 1.0), "opt": tune.choice(["a", "b"])},
+        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), metric="return",
+                                    mode="max", num_samples=22, max_concurrent_trials=2, reuse_actors=True),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0, name="oscbo"),
+    )
+    results = tuner.fit()
+    engine = searcher.engine
+    assert len(results) == 22 and not results.errors
+    assert engine.settings.lengthscale == "oscbo" and engine.rounds >= 2
+    assert len(engine.lengthscale_adapter.diagnostics) >= 1
+    assert searcher.best_config is not None

@@ -1,0 +1,140 @@
+"""Lengthscale strategies inside the ERAHBO engine (ALGORITHMS.md §3.10, OSCBO x ERAHBO).
+
+With ``EngineSettings.lengthscale`` other than ``"mll"``, a strategy chooses the lengthscale of the
+**mean GP** ``G_f``; everything else of ERAHBO stays as fitted: ``G_var``, eq. 19's noise ``Sigma_hat``,
+the frozen output standardisation of ``m_hat``. The mean GP becomes Matérn-5/2 with outputscale 1
+and mean 0 (the OSCBO model), with an isotropic lengthscale.
+
+* **Start** (after the initial design): ``theta_0`` = MLL fit on ``D_0`` with per-point noise ``Sigma_hat``.
+* **Round start** (``Engine._start_round``): ``theta_{t-1}`` = ``strategy.propose(t)`` is played for the
+  whole round: acquisition, ``B_t``, every ``UCB^MV(x_t; k)`` and ``Sigma_hat``.
+* **Round end** (``Engine._finish``): the feedback uses the final ``(m_hat_t, k_t)``::
+
+      z_t = (m_hat_t - mu_{f,t-1}(x_t)) / sqrt(Sigma_hat_t + sigma^2_{f,t-1}(x_t)),  L^c_t = |z_t|^p / beta^{p/2} - 1
+      L^s_t = log(1 + sigma^2_{f,t-1}(x_t)/Sigma_hat_t) / log(1 + 1/Sigma_hat_t)
+
+  in standardised units, with ``mu_f, sigma_f`` from the mean GP with the *played* lengthscale
+  conditioned on the other configurations, ``beta = kappa_acq^2`` (the UCB's multiplier squared), and the
+  FTPL history re-evaluated on the current ``(m_hat, Sigma_hat)`` (keys are configuration ids).
+* ``T`` (for ``rho~`` and ``M``) is ``T_max = floor(N_max / k_min)``; 100 without a budget.
+
+The state (strategy plus the lengthscale played in each round) is plain Python, part of the
+engine's ``state_dict``, so restores are exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tune_risk.lengthscale.strategies import LengthscaleStrategy, make_strategy, strategy_from_state
+from tune_risk.models import DTYPE, NOISE_FLOOR, ConditionedGP
+from tune_risk.oscbo.game import GameData
+from tune_risk.oscbo.losses import round_losses
+from tune_risk.risk_model import RiskHyperparameters, RiskModel
+
+if TYPE_CHECKING:
+    from tune_risk.engine import Engine
+    from tune_risk.records import ConfigRecord
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ROUNDS = 100  # T when the engine has no budget
+
+
+class EngineLengthscale:
+    """The engine-side driver of one lengthscale strategy for ``G_f``."""
+
+    def __init__(self, strategy: LengthscaleStrategy, beta: float, p: int) -> None:
+        self.strategy, self.beta, self.p = strategy, beta, p
+        self.played: dict[str, list[float]] = {}  # round -> lengthscale played in that round
+
+    # ------------------------------------------------------------------ engine hooks
+    @classmethod
+    def create(cls, engine: Engine) -> EngineLengthscale | None:
+        """After the initial design: ``None`` for ``"mll"`` (the engine's own MAP fit), else a started strategy."""
+        settings = engine.settings
+        if settings.lengthscale == "mll":
+            return None
+        T = DEFAULT_ROUNDS if settings.budget is None else max(1, settings.budget // settings.k_min)
+        beta = settings.kappa_acq ** 2
+        strategy = make_strategy(settings.lengthscale, engine.dim, T=T, beta=beta, seed=settings.seed)
+        p = 1 if settings.lengthscale == "oscbo-l1" else 2
+        adapter = cls(strategy, beta, p)
+        strategy.start(adapter.game_data(engine))
+        adapter.apply(engine, strategy.theta)
+        return adapter
+
+    def before_round(self, engine: Engine) -> None:
+        """Play ``theta_{t-1}`` for round ``t = engine.rounds + 1``."""
+        t = engine.rounds + 1
+        theta = self.strategy.propose(t, self.game_data(engine))
+        self.played[str(t)] = list(theta)
+        self.apply(engine, theta)
+
+    def after_round(self, engine: Engine, record: ConfigRecord) -> None:
+        """Feedback of the round of ``record`` once it stopped sampling (§3.10)."""
+        if record.phase != "bo" or not engine._has_data(record) or str(record.round) not in self.played:
+            return
+        records = [r for r in engine.records if engine._has_data(r)]
+        others = [r for r in records if r.config_id != record.config_id]
+        hp = engine.hyperparameters
+        model = RiskModel(engine._risk_data([engine._statistics_row(r) for r in records]), hp, engine.settings,
+                          engine.rho_bar_sq)
+        played = self._mean_hyperparameters(hp, self.played[str(record.round)], engine.dim)
+        previous = RiskModel(engine._risk_data([engine._statistics_row(r) for r in others]),
+                             RiskHyperparameters(hp.variance_gp, played), engine.settings, engine.rho_bar_sq)
+        gp = previous.mean_gp
+        with torch.no_grad():
+            mu, sd = gp.predict(engine._x_tensor([record]))
+        mu_std, var_std = (float(mu[0]) - gp.y_mean) / gp.y_std, (float(sd[0]) / gp.y_std) ** 2
+        row = records.index(record)
+        y_t = float(model.mean_gp.targets[row])  # m_hat_t, frozen standardisation
+        noise_t = float(model.mean_gp.noise[row])  # Sigma_hat_t in standardised units
+        losses = round_losses(y_t, mu_std, var_std, noise_t, self.beta, self.p)
+        self.strategy.observe(record.round, y_t, losses, record.config_id, self._data_from(model, records))
+
+    # ------------------------------------------------------------------ helpers
+    def game_data(self, engine: Engine) -> GameData:
+        """``(X, m_hat, Sigma_hat, config ids)`` of every configuration with data, standardised."""
+        records = [r for r in engine.records if engine._has_data(r)]
+        data = engine._risk_data([engine._statistics_row(r) for r in records])
+        return self._data_from(RiskModel(data, engine.hyperparameters, engine.settings, engine.rho_bar_sq), records)
+
+    @staticmethod
+    def _data_from(model: RiskModel, records: list) -> GameData:
+        gp: ConditionedGP = model.mean_gp
+        return GameData(gp.X.to(DTYPE), gp.targets.clone(), gp.noise.clamp_min(NOISE_FLOOR).clone(),
+                        [r.config_id for r in records])
+
+    @staticmethod
+    def _mean_hyperparameters(hp: RiskHyperparameters, theta, dim: int):
+        values = [float(v) for v in theta]
+        lengthscale = tuple(values * dim if len(values) == 1 else values)
+        return dataclasses.replace(hp.mean_gp, kernel="matern52", constant=0.0, lengthscale=lengthscale)
+
+    def apply(self, engine: Engine, theta) -> None:
+        """Set ``G_f``'s lengthscale (Matérn-5/2, mean 0) to ``theta``, leaving ``G_var`` alone."""
+        hp = engine.hyperparameters
+        engine._set_hyperparameters(RiskHyperparameters(hp.variance_gp, self._mean_hyperparameters(hp, theta, engine.dim)))
+
+    @property
+    def diagnostics(self) -> list[dict[str, Any]]:
+        game = getattr(self.strategy, "game", None)
+        return game.diagnostics if game is not None else self.strategy.diagnostics
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy.state_dict(), "beta": self.beta, "p": self.p,
+                "played": {k: list(v) for k, v in self.played.items()}}
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any] | None) -> EngineLengthscale | None:
+        if state is None:
+            return None
+        adapter = cls(strategy_from_state(state["strategy"]), state["beta"], state["p"])
+        adapter.played = {k: list(v) for k, v in state["played"].items()}
+        return adapter
