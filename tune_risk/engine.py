@@ -505,7 +505,10 @@ class Engine:
 
     # ------------------------------------------------------------------ budget
     def _charged_completed(self) -> int:
-        return self.n_used if self.settings.budget_unit == "samples" else len(self.runs)
+        """Charged runs that are over (§2.2: ``tau`` counts completed, charged runs)."""
+        if self.settings.budget_unit == "samples":
+            return self.n_used
+        return len(self.runs) - len(self.in_flight_runs())
 
     def _budget_left(self) -> int | None:
         """Budget not yet charged or reserved by in-flight runs (``None``: unbounded)."""
