@@ -64,18 +64,19 @@ def test_item26_threshold_values():
 
 
 def test_item25_latch_switches_once_and_resets_the_rms():
-    X, y = make_data(n=30, d=2, seed=5)
-    config = OSCBOConfig(T=25, M_override=-16.0, seed=3)  # forces a switch after a few violations
+    X, y = make_data(n=20, d=2, seed=5)
+    config = OSCBOConfig(T=15, M_override=100.0, seed=3)  # forces a switch after a few violations
     game = OSCBOGame(config, dim=2)
     game.start(GameData(X[:N0], y[:N0], 0.01, list(range(N0))))
     vs = [game.V]
-    play_rounds(game, X, y, range(N0, 30), scale=6.0)  # inflated residuals: violations
+    play_rounds(game, X, y, range(N0, 20), scale=6.0)  # inflated residuals: violations
     vs += [d["V"] for d in game.diagnostics]
     lcs = [d["calibration"] for d in game.diagnostics]
     assert np.allclose(np.diff(vs), lcs, atol=1e-12)  # V_{t+1} = V_t + L^c_t (as played)
     phases = [d["phase"] for d in game.diagnostics]
     assert RECOVERY in phases and phases.count(RECOVERY) == len(phases) - phases.index(RECOVERY)
     switch = game.switched_at
+    assert 1 < switch < 15  # mid-run, so the restart of the history is visible
     # switched at the first t with V_t > (T - t) rho + M - 1
     for t, v_before in enumerate(vs[:-1], start=1):
         fires = v_before > (config.T - t) * config.rho_tilde + config.threshold() - 1
@@ -88,9 +89,9 @@ def test_item25_latch_switches_once_and_resets_the_rms():
     assert all(d["lambda"] <= 1.0 and d["lambda_next"] <= 1.0 for d in after)
     assert [key for key, _ in game.history] == [N0 + d["t"] - 1 for d in after]  # history restarted
     # the default M is inactive at T = 100 for the same feedback
-    default = OSCBOGame(OSCBOConfig(T=25, seed=3), dim=2)
+    default = OSCBOGame(OSCBOConfig(T=15, seed=3), dim=2)
     default.start(GameData(X[:N0], y[:N0], 0.01, list(range(N0))))
-    play_rounds(default, X, y, range(N0, 30), scale=6.0)
+    play_rounds(default, X, y, range(N0, 20), scale=6.0)
     assert default.phase == PLAY and default.switched_at is None
 
 
