@@ -18,11 +18,12 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """``ray.init(num_cpus=2)`` for the module, shut down afterwards (unless Ray was already running)."""
+    """``ray.init(address="local", num_cpus=2)`` for the module, shut down afterwards (unless Ray was already running)."""
     ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # address="local": always a fresh instance, never a cluster another process started on this machine.
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     if started:
         ray.shutdown()
