@@ -18,8 +18,15 @@ from collections.abc import Sequence
 _COMMAND_MODULES = ("tune_risk.offline.cli", "rl_tasks.cli")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments give one line on stderr (``prog: error: ...``) and exit code 2, no usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tune-risk",
         description="Risk-aware, seed-efficient hyperparameter optimisation of RL for Ray Tune "
         "(ERAHBO, RAHBO, GP-UCB, OSCBO).",

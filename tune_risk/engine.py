@@ -155,9 +155,13 @@ class Engine:
         if run.status not in (RunStatus.IN_FLIGHT, RunStatus.CANCEL_REQUESTED):
             logger.warning("ignoring a second result for run %d (status %s)", run_id, run.status.value)
             return False
-        run.cost = float(cost)
+        try:  # convert before any change: a rejected call must leave the state untouched
+            finite, cost = value is not None and math.isfinite(float(value)), float(cost)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"run {run_id}: value must be a number or None and cost a number, "
+                             f"got value={value!r}, cost={cost!r}") from None
+        run.cost = cost
         self.compute_spent += run.cost
-        finite = value is not None and math.isfinite(float(value))
         if run.status is RunStatus.CANCEL_REQUESTED:  # late result of a stopped configuration
             run.status = RunStatus.DISCARDED if finite else RunStatus.FAILED
             return False

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import pickle
 from typing import Any
 
@@ -128,6 +129,7 @@ class RiskAwareSearch(Searcher):
                 f"evaluated_rewards has {len(evaluated_rewards)} entries for "
                 f"{len(points_to_evaluate)} points_to_evaluate"
             )
+        _check_arguments(candidates, points_to_evaluate, evaluated_rewards, max_active_configs, budget, warp)
         super().__init__(metric=metric, mode=mode)
         self._seed_key = seed_key
         self._points_to_evaluate = points_to_evaluate
@@ -142,14 +144,14 @@ class RiskAwareSearch(Searcher):
         self._trial_to_run: dict[str, int] = {}
         self._run_to_trial: dict[int, str] = {}
         if space:
-            self._codec = TuneSpaceCodec.from_param_space(space)
+            self._codec = TuneSpaceCodec.from_param_space(_check_seed_key(space, seed_key))
 
     # ------------------------------------------------------------------ Ray Searcher API
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
         if self._engine is not None or (self._codec is not None and config):
             return False
         if config:
-            self._codec = TuneSpaceCodec.from_param_space(config)
+            self._codec = TuneSpaceCodec.from_param_space(_check_seed_key(config, self._seed_key))
         if self._metric is None and metric:
             self._metric = metric
         if self._mode is None and mode:
@@ -315,6 +317,36 @@ class RiskAwareSearch(Searcher):
 
     def _flat_params(self, record: ConfigRecord) -> dict[str, Any]:
         return self._codec.space.from_unit(np.asarray(record.x))
+
+
+def _check_arguments(candidates: Any, points_to_evaluate: Any, evaluated_rewards: Any, max_active_configs: Any,
+                     budget: Any, warp: Any) -> None:
+    """Constructor checks that ``EngineSettings`` cannot make: without them these arguments fail late
+    (inside Tune, with an unrelated message) or are silently ignored (``max_active_configs=0``)."""
+    for name, configs in (("candidates", candidates), ("points_to_evaluate", points_to_evaluate)):
+        if configs is not None and (not isinstance(configs, list | tuple) or not all(isinstance(c, dict) for c in configs)):
+            raise ValueError(f"{name} must be a list of config dicts, got {configs!r:.100}")
+    if candidates is not None and not candidates:
+        raise ValueError("candidates is empty: give the configurations to choose from")
+    for name, value in (("max_active_configs", max_active_configs), ("budget", budget)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
+    if warp is not None and not isinstance(warp, FrozenWarp):
+        raise ValueError(f"warp must be a FrozenWarp (e.g. tune_risk.warping.fit_warp(returns)) or None, got {warp!r:.100}")
+    for i, reward in enumerate(evaluated_rewards or []):
+        for value in reward if isinstance(reward, list | tuple | np.ndarray) else [reward]:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"evaluated_rewards[{i}] must hold finite numbers, got {reward!r}")
+
+
+def _check_seed_key(space: Any, seed_key: str) -> Any:
+    """The replicate seed is written to ``config[seed_key]``: a parameter of that name would be overwritten."""
+    if isinstance(space, dict) and seed_key in space:
+        raise ValueError(
+            f"the search space has a parameter {seed_key!r}, but RiskAwareSearch writes each replicate's "
+            f"training seed to config[{seed_key!r}]; rename the parameter or pass seed_key='...'"
+        )
+    return space
 
 
 def _deep_copy_dicts(tree: Any) -> Any:

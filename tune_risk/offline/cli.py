@@ -46,6 +46,10 @@ def run_replay(args: argparse.Namespace) -> int:
     from tune_risk.offline.table import OfflineTable
 
     methods = parse_methods(args.methods)
+    try:  # now, not after hours of replay
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out {args.out}: cannot create the output directory ({err.strerror})") from err
     tables = [OfflineTable.load(path) for path in args.table]
     for table in tables:
         if table.dropped_nan:
@@ -64,7 +68,6 @@ def run_replay(args: argparse.Namespace) -> int:
         run_rows.extend(runs_rows(result, task))
         round_rows.extend(rounds_rows(result, task))
         progress.step(f"{table.name} {method} repeat {repeat}")
-    args.out.mkdir(parents=True, exist_ok=True)
     runs, rounds = pd.DataFrame(run_rows), pd.DataFrame(round_rows)
     runs.to_csv(args.out / "runs.csv", index=False)
     rounds.to_csv(args.out / "rounds.csv", index=False)
@@ -94,7 +97,10 @@ def _init_ray(workers: int) -> None:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value

@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import numbers
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,8 @@ def read_metadata(path: Path, metadata: dict | str | Path | None) -> dict[str, A
     """Metadata given as a dict, read from a JSON file, or from the sidecar of ``path`` (``{}`` if none)."""
     if isinstance(metadata, dict):
         return dict(metadata)
+    if metadata is not None and not isinstance(metadata, str | os.PathLike):
+        raise table_error(str(path), f"metadata must be a dict, a JSON file path or None, got {metadata!r:.100}")
     json_path = Path(metadata) if metadata is not None else sidecar_path(path)
     if json_path is None:
         return {}
