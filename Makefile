@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMP_HASH := $(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(STAMP_HASH)
 
-.PHONY: demo test venv bench lint clean
+.PHONY: demo test soak venv bench lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# The long reliability run (tests/reliability, ~5 min on 2 CPUs): 10 seeded random SIGKILLs of a Tune
+# driver + Tuner.restore, a worker node killed on a 3-node local Ray cluster, 200 fuzzed tell sequences.
+soak: $(STAMP)
+	RELIABILITY_SOAK=1 TELL_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s tests/reliability -k "soak or noise_never"
 
 bench: $(STAMP)
 	$(PY) experiments/bench_engine.py

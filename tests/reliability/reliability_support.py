@@ -1,0 +1,379 @@
+"""Helpers of the reliability tests: the kill-and-restore harness around ``tune_driver.py``.
+
+``kill_chain`` starts the driver (``fresh``), SIGKILLs it once the completion log has grown by the
+first kill point, restores it with ``Tuner.restore`` in a new driver process (killed again at the
+next point, and so on), and finally lets a last restore finish. Each driver runs in a new process
+session; after it exits or is killed, every process left in that session (Ray's raylet, GCS,
+agents and workers of *that* driver's Ray instance) is SIGKILLed, so other Ray instances on the
+machine (the test session's, other users') are never touched. ``check_chain`` then compares the
+final state with the completion log and with an uninterrupted direct replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DRIVER = HERE / "tune_driver.py"
+REPEAT, BUDGET = 0, 20
+NAME = "replay"  # the driver's experiment name (tune_driver.NAME)
+
+
+# ---------------------------------------------------------------------------------------------- table
+def write_table(path: Path, n_configs: int = 40, n_seeds: int = 8, seed: int = 3) -> Path:
+    """A synthetic Hartmann-3 table (configurations x seeds) in the ARLBench long format."""
+    from tune_risk.objectives import get_objective, make_pool_table
+    from tune_risk.offline.table import OfflineTable
+
+    X, Y = make_pool_table(get_objective("hartmann3"), n_configs, n_seeds, seed=seed)
+    table = OfflineTable.from_arrays(pd.DataFrame(X, columns=["x0", "x1", "x2"]), Y, name=path.stem)
+    return table.to_long(path)
+
+
+# ---------------------------------------------------------------------------------------------- processes
+def session_pids(sid: int) -> list[int]:
+    """Live (non-zombie) processes of session ``sid``, from ``/proc``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            pids.append(int(entry))
+    return pids
+
+
+def kill_session(sid: int, timeout: float = 30.0) -> int:
+    """SIGKILL every process of session ``sid`` until none is left; returns how many were killed.
+
+    Ray's workers put themselves in their own process groups, so killing the driver's process
+    group would miss them; they all stay in the driver's session.
+    """
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while pids := session_pids(sid):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes of session {sid} survive SIGKILL: {pids}")
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+    return len(killed)
+
+
+def read_log(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [json.loads(line) for line in lines if line.endswith("}")]  # a torn last line is ignored
+
+
+STATE_FILES = ("experiment_state-*.json", "searcher-state-*.pkl", "search_gen_state-*.json")
+
+
+def state_in_sync(staging: Path, experiment: Path) -> bool:
+    """``True`` when the experiment state in storage equals the driver's staged copy (no copy under way)."""
+    for pattern in STATE_FILES:
+        for staged in staging.glob(pattern):
+            try:
+                if staged.read_bytes() != (experiment / staged.name).read_bytes():
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+def wait_for_state_sync(log: Path, experiment: Path, timeout: float = 10.0) -> float:
+    """Wait until no experiment-state copy is under way; returns the seconds waited.
+
+    Ray Tune saves the experiment state (trial list + searcher) to a local staging directory and then
+    copies it to ``storage_path`` in a background thread, file by file and not atomically (ray 2.60).
+    A SIGKILL during that copy leaves a torn ``experiment_state-*.json`` in storage; ``Tuner.restore``
+    then logs "Failed to restore the run state" and silently restarts the experiment with
+    ``num_samples=1`` — a Ray limitation outside tune_risk (README, Reliability). The copy takes
+    ~10 ms every >= 10 s (``TUNE_GLOBAL_CHECKPOINT_S=auto``); the harness kills outside it.
+    """
+    started = time.monotonic()
+    pointer = Path(f"{log}.staging")
+    while time.monotonic() - started < timeout:
+        if not pointer.exists() or state_in_sync(Path(pointer.read_text()), experiment):
+            break
+        time.sleep(0.005)
+    return time.monotonic() - started
+
+
+@dataclass
+class DriverRun:
+    mode: str
+    killed: bool
+    returncode: int | None
+    seconds: float
+    log_before: int  # log lines when the driver started
+    log_after: int  # log lines when it was killed or finished
+    leftovers: int  # processes of its session killed afterwards
+
+
+@dataclass
+class Chain:
+    """Outcome of ``kill_chain``: every driver, the completion log, the final state."""
+
+    workdir: Path
+    budget: int = BUDGET
+    workers: int = 2
+    runs: list[DriverRun] = field(default_factory=list)
+    log: list[dict] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+
+    @property
+    def kills(self) -> list[DriverRun]:
+        return [r for r in self.runs if r.killed]
+
+
+def driver_env(checkpoint_period: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    if checkpoint_period is not None:
+        env["TUNE_GLOBAL_CHECKPOINT_S"] = checkpoint_period
+    return env
+
+
+def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *, workers: int = 2, budget: int = BUDGET,
+               trial_sleep: float = 0.0, checkpoint_period: str | None = None, timeout: float = 300.0) -> DriverRun:
+    """Run ``tune_driver.py mode``; SIGKILL it once ``kill_after`` more trials have been logged."""
+    log, out = workdir / "completions.jsonl", workdir / "final.json"
+    before = len(read_log(log))
+    Path(f"{log}.staging").unlink(missing_ok=True)
+    index = len(list(workdir.glob("driver-*.txt")))
+    command = [sys.executable, str(DRIVER), mode, "--table", str(table), "--storage", str(workdir / "storage"),
+               "--log", str(log), "--out", str(out), "--workers", str(workers), "--budget", str(budget),
+               "--repeat", str(REPEAT), "--trial-sleep", str(trial_sleep)]
+    started = time.monotonic()
+    with open(workdir / f"driver-{index}-{mode}.txt", "w") as console:
+        proc = subprocess.Popen(command, cwd=REPO, env=driver_env(checkpoint_period), stdout=console,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    killed = False
+    try:
+        deadline = started + timeout
+        while proc.poll() is None and time.monotonic() < deadline:
+            if kill_after is not None and len(read_log(log)) - before >= kill_after:
+                wait_for_state_sync(log, workdir / "storage" / NAME)
+                os.kill(proc.pid, signal.SIGKILL)  # the driver only: Ray's processes see it die
+                killed = True
+                break
+            time.sleep(0.05)
+        if proc.poll() is None and not killed:
+            raise TimeoutError(f"driver {mode} did not finish in {timeout:.0f} s (see {console.name})")
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        leftovers = kill_session(proc.pid)
+    return DriverRun(mode, killed, None if killed else proc.returncode, time.monotonic() - started, before,
+                     len(read_log(log)), leftovers)
+
+
+def kill_chain(workdir: Path, table: Path, kill_points: list[int], *, workers: int = 2, budget: int = BUDGET,
+               trial_sleep: float = 0.0,
+               checkpoint_period: str | None = None, timeout: float = 300.0) -> Chain:
+    """Fresh driver, SIGKILLed after ``kill_points[0]`` logged trials; each restore SIGKILLed after
+    ``kill_points[i]`` more; a last restore runs to the end."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    chain = Chain(workdir, budget, workers)
+    for i, point in enumerate([*kill_points, None]):
+        mode = "fresh" if i == 0 else "restore"
+        run = run_driver(mode, workdir, table, point, workers=workers, budget=budget, trial_sleep=trial_sleep,
+                         checkpoint_period=checkpoint_period, timeout=timeout)
+        chain.runs.append(run)
+        if not run.killed:
+            if run.returncode != 0:
+                tail = (workdir / f"driver-{i}-{mode}.txt").read_text()[-3000:]
+                raise AssertionError(f"driver {mode} #{i} exited with {run.returncode}:\n{tail}")
+            break  # it finished before the kill point: nothing left to kill
+    chain.log = read_log(workdir / "completions.jsonl")
+    out = workdir / "final.json"
+    chain.final = json.loads(out.read_text()) if out.exists() else None
+    return chain
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def reference_engine(table: Path, workers: int, budget: int):
+    """The uninterrupted run: a direct replay with the same method, seed and budget."""
+    from tune_risk.offline.replay import ReplayTask, replay_direct
+    from tune_risk.offline.table import OfflineTable
+
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from tune_driver import METHOD, OVERRIDES
+
+    task = ReplayTask.from_table(OfflineTable.load(table))
+    return replay_direct(task, METHOD, REPEAT, budget, workers=workers, **OVERRIDES).engine
+
+
+def decisions(engine) -> list[tuple]:
+    return [(r.pool_index, r.n_incorporated, r.status, r.incumbent_lcb) for r in engine.records]
+
+
+def check_chain(chain: Chain, table: Path) -> dict[str, int]:
+    """Assert nothing was lost or counted twice; return the figures of the chain."""
+    from tune_risk.engine import Engine
+    from tune_risk.records import RunStatus
+
+    assert chain.final is not None, "the last restore did not write its final state"
+    final = chain.final
+    engine = Engine.from_state_dict(final["engine_state"])
+    counts = engine.counts()
+    assert counts["runs_in_flight"] == 0 and engine.finished and final["n_errors"] == 0
+
+    # Tune's trials and the searcher's runs are the same set, one run per trial.
+    trial_to_run = {t: int(r) for t, r in final["trial_to_run"].items()}
+    assert len(set(trial_to_run.values())) == len(trial_to_run) == counts["runs_launched"] == len(engine.runs)
+    assert sorted(trial_to_run) == final["tune_trials"], "Tune's trials differ from the searcher's runs"
+
+    # One run per replicate (row, seed index) and one incorporated value per slot.
+    key_of = {run.run_id: (engine.records[run.config_id].pool_index, run.seed_index) for run in engine.runs.values()}
+    assert len(set(key_of.values())) == len(key_of), "a replicate was run twice in the final state"
+    used: dict[tuple, float] = {}
+    for record in engine.records:
+        slots = record.slots[: record.n_incorporated]
+        assert len({s.run_id for s in slots}) == len(slots)
+        for slot in slots:
+            assert engine.runs[slot.run_id].status is RunStatus.USED
+            used[key_of[slot.run_id]] = slot.value
+    assert counts["runs_completed"] == len(used) == sum(r.n_incorporated for r in engine.records)
+    status_of = {key_of[run.run_id]: run.status for run in engine.runs.values()}
+
+    # Every replicate completed before a kill is in the final state with the same value.
+    lost, mismatched, completed_before_kills = [], [], set()
+    for run in chain.kills:
+        for line in chain.log[: run.log_after]:
+            if line["event"] != "complete" or line["value"] is None:
+                continue
+            key = (line["row"], line["seed"])
+            completed_before_kills.add(key)
+            status = status_of.get(key)
+            if status is None or status is RunStatus.IN_FLIGHT:
+                lost.append(line)
+            elif status is RunStatus.USED and used[key] != line["value"]:
+                mismatched.append((line, used[key]))
+    assert not lost, f"replicates completed before a kill are missing after the restore: {lost}"
+    assert not mismatched, f"replicates changed value across the restore: {mismatched}"
+    seen: dict[tuple, int] = {}
+    for line in chain.log:
+        if line["event"] == "complete":
+            key = (line["row"], line["seed"])
+            seen[key] = seen.get(key, 0) + 1
+    rerun = sum(n - 1 for n in seen.values())  # replicates run again after a restore (not counted twice)
+    completions_of_trial: dict[str, int] = {}
+    for line in chain.log:
+        completions_of_trial[line["trial_id"]] = completions_of_trial.get(line["trial_id"], 0) + 1
+    last_kill = chain.kills[-1].log_after if chain.kills else 0
+    kept = {line["trial_id"] for line in chain.log[:last_kill]
+            if completions_of_trial[line["trial_id"]] == 1 and line["trial_id"] in trial_to_run}
+
+    # The final result is the uninterrupted run's: same rounds, same k, same stops, same values.
+    reference = reference_engine(table, chain.workers, chain.budget)
+    assert decisions(engine) == decisions(reference)
+    assert [r.incorporated_values() for r in engine.records] == [r.incorporated_values() for r in reference.records]
+    assert np.isfinite([v for v in used.values()]).all()
+    return {
+        "kills": len(chain.kills), "completed_before_kills": len(completed_before_kills), "lost": len(lost),
+        "counted_twice": len(key_of) - len(set(key_of.values())), "rerun_after_restore": rerun,
+        "kept_across_restore": len(kept), "leftover_processes_killed": sum(r.leftovers for r in chain.runs),
+        "trials": counts["runs_launched"],
+    }
+
+
+# ---------------------------------------------------------------------------------------------- faults
+FAULT_KINDS = ("ok", "raise_early", "raise_late", "nan", "inf", "-inf", "silent", "mute")
+# 20 % raise (half before any report, half after one), 10 % NaN/inf final returns, 8 % without the metric.
+FAULT_SHARES = {"raise_early": 0.10, "raise_late": 0.10, "nan": 0.05, "inf": 0.03, "-inf": 0.02,
+                "silent": 0.05, "mute": 0.03}
+
+
+def fault_of(row: int, seed: int) -> str:
+    """The fault injected into replicate ``(row, seed)``: a fixed draw, so tests know it in advance."""
+    u = float(np.random.default_rng([row, seed, 0xFA17]).random())
+    for kind, share in FAULT_SHARES.items():
+        if u < share:
+            return kind
+        u -= share
+    return "ok"
+
+
+def make_faulty_trainable(returns: np.ndarray, faults: dict[tuple[int, int], str]):
+    """A table-replay trainable with injected faults (``faults[(row, seed)]``, see ``fault_of``).
+
+    ``raise_early`` raises before reporting; ``raise_late`` reports an intermediate result, then
+    raises; ``nan``/``inf``/``-inf`` report a finite intermediate result, then that final value;
+    ``silent`` reports only other keys; ``mute`` returns without reporting anything. A closure,
+    so that Ray pickles it by value.
+    """
+    n_seeds = returns.shape[1]
+
+    def trainable(config: dict) -> None:
+        from ray import tune
+
+        row, seed = int(config["table_row"]), int(config["seed"])
+        value = float(returns[row, seed % n_seeds])
+        kind = faults.get((row, seed), "ok")
+        if kind == "raise_early":
+            raise RuntimeError(f"injected crash of replicate ({row}, {seed}) before any report")
+        if kind == "mute":
+            return
+        if kind == "silent":
+            tune.report({"step": 0, "loss_of_something_else": 1.0})
+            return
+        tune.report({"return": 0.5 * value, "step": 0})  # intermediate: never an observation
+        if kind == "raise_late":
+            raise RuntimeError(f"injected crash of replicate ({row}, {seed}) after one report")
+        final = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}.get(kind, value)
+        tune.report({"return": final, "step": 1})
+
+    return trainable
+
+
+# ---------------------------------------------------------------------------------------------- node loss
+def run_node_loss(workdir: Path, table: Path, max_failures: int, *, kill_after: int = 6, budget: int = 16,
+                  timeout: float = 400.0) -> dict[str, Any]:
+    """Run ``node_loss_driver.py`` in its own session (its 3-node cluster dies with it); the final state."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(HERE / "node_loss_driver.py"), "--table", str(table), "--workdir", str(workdir),
+               "--max-failures", str(max_failures), "--kill-after", str(kill_after), "--budget", str(budget)]
+    started = time.monotonic()
+    with open(workdir / "console.txt", "w") as console:
+        proc = subprocess.Popen(command, cwd=REPO, env=driver_env(None), stdout=console, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        returncode = proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        leftovers = kill_session(proc.pid)
+    tail = (workdir / "console.txt").read_text()[-3000:]
+    assert returncode == 0, f"node-loss driver exited with {returncode}:\n{tail}"
+    final = json.loads((workdir / "final.json").read_text())
+    final.update(seconds=time.monotonic() - started, leftovers=leftovers,
+                 events=[json.loads(line) for line in (workdir / "events.jsonl").read_text().splitlines()])
+    return final
