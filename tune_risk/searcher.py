@@ -31,7 +31,7 @@ from tune_risk.engine import Engine
 from tune_risk.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.reporting import config_rows
 from tune_risk.settings import EngineSettings
-from tune_risk.tune_space import TuneSpaceCodec
+from tune_risk.tune_space import TuneSpaceCodec, copy_dicts
 from tune_risk.warping import FrozenWarp
 
 logger = logging.getLogger(__name__)
@@ -310,9 +310,9 @@ class RiskAwareSearch(Searcher):
         candidate verbatim, else the decoded unit-cube point."""
         record = self._engine.records[config_id]
         if self._points_to_evaluate and config_id < len(self._points_to_evaluate):
-            return _deep_copy_dicts(self._points_to_evaluate[config_id])
+            return copy_dicts(self._points_to_evaluate[config_id])
         if record.pool_index is not None and self._candidates is not None:
-            return _deep_copy_dicts(self._candidates[record.pool_index])
+            return copy_dicts(self._candidates[record.pool_index])
         return self._codec.decode(np.asarray(record.x))
 
     def _flat_params(self, record: ConfigRecord) -> dict[str, Any]:
@@ -347,7 +347,3 @@ def _check_seed_key(space: Any, seed_key: str) -> Any:
             f"training seed to config[{seed_key!r}]; rename the parameter or pass seed_key='...'"
         )
     return space
-
-
-def _deep_copy_dicts(tree: Any) -> Any:
-    return {k: _deep_copy_dicts(v) for k, v in tree.items()} if isinstance(tree, dict) else tree

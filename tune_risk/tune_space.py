@@ -161,12 +161,12 @@ def _convert_domain(name: str, domain: Domain) -> Param | _Constant:
     raise _unsupported(name, f"domain type {type(domain).__name__}", f"use one of {_SUPPORTED}")
 
 
-def _copy_dicts(tree: Any) -> Any:
+def copy_dicts(tree: Any) -> Any:
     """Copy the dict skeleton of ``tree`` (so assignments do not leak); other leaves are shared."""
     if isinstance(tree, dict):
         out = copy.copy(tree)
         for key, value in tree.items():
-            out[key] = _copy_dicts(value)
+            out[key] = copy_dicts(value)
         return out
     return tree
 
@@ -219,7 +219,7 @@ class TuneSpaceCodec:
                 f"search space is empty: param_space has no searchable parameter (only constants); "
                 f"{_SEARCHER} needs at least one of {_SUPPORTED} with more than one value"
             )
-        return cls(SearchSpace(params), tuple(paths), tuple(constants), _copy_dicts(dict(param_space)))
+        return cls(SearchSpace(params), tuple(paths), tuple(constants), copy_dicts(dict(param_space)))
 
     @property
     def flat_names(self) -> tuple[str, ...]:
@@ -241,7 +241,7 @@ class TuneSpaceCodec:
     def decode(self, x: np.ndarray) -> dict[str, Any]:
         """Nested configuration at unit vector ``x`` (clipped into ``[0, 1]``), constants included."""
         values = self.space.from_unit(x)
-        config = _copy_dicts(self.template)
+        config = copy_dicts(self.template)
         for path, value in self.constants:
             _assign(config, path, value)
         for name, path in zip(self.space.names, self.paths, strict=True):
