@@ -24,30 +24,22 @@ from ray.tune.search import sample
 
 from rl_tasks.envs import check_task
 
+_PPO_CC: dict[str, sample.Domain] = {
+    "learning_rate": tune.loguniform(1e-6, 0.1),
+    "ent_coef": tune.uniform(0.0, 0.5),
+    "minibatch_size": tune.choice([128, 256, 512]),
+    "gae_lambda": tune.uniform(0.8, 0.9999),
+    "clip_eps": tune.uniform(0.0, 0.5),
+    "vf_clip_eps": tune.uniform(0.0, 0.5),
+    "normalize_advantage": tune.choice([True, False]),
+    "vf_coef": tune.uniform(0.0, 1.0),
+    "max_grad_norm": tune.uniform(0.0, 1.0),
+}
+
 _SPACES: dict[str, dict[str, sample.Domain]] = {
-    "ppo_cc": {
-        "learning_rate": tune.loguniform(1e-6, 0.1),
-        "ent_coef": tune.uniform(0.0, 0.5),
-        "minibatch_size": tune.choice([128, 256, 512]),
-        "gae_lambda": tune.uniform(0.8, 0.9999),
-        "clip_eps": tune.uniform(0.0, 0.5),
-        "vf_clip_eps": tune.uniform(0.0, 0.5),
-        "normalize_advantage": tune.choice([True, False]),
-        "vf_coef": tune.uniform(0.0, 1.0),
-        "max_grad_norm": tune.uniform(0.0, 1.0),
-    },
-    # ARLBench's ppo_mujoco space, used by ARLBench for its brax tasks.
-    "ppo_brax": {
-        "learning_rate": tune.loguniform(1e-6, 0.1),
-        "ent_coef": tune.uniform(0.0, 0.5),
-        "minibatch_size": tune.choice([32, 64, 128]),
-        "gae_lambda": tune.uniform(0.8, 0.9999),
-        "clip_eps": tune.uniform(0.0, 0.5),
-        "vf_clip_eps": tune.uniform(0.0, 0.5),
-        "normalize_advantage": tune.choice([True, False]),
-        "vf_coef": tune.uniform(0.0, 1.0),
-        "max_grad_norm": tune.uniform(0.0, 1.0),
-    },
+    "ppo_cc": _PPO_CC,
+    # ARLBench's ppo_mujoco space, used by ARLBench for its brax tasks: ppo_cc with smaller minibatches.
+    "ppo_brax": {**_PPO_CC, "minibatch_size": tune.choice([32, 64, 128])},
     "dqn_cc": {
         "buffer_batch_size": tune.choice([64, 128, 256]),
         "buffer_size": tune.randint(1024, 120_000 + 1),
