@@ -33,8 +33,25 @@ test: $(STAMP)
 soak: $(STAMP)
 	RELIABILITY_SOAK=1 TELL_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s tests/reliability -k "soak or noise_never"
 
+# The performance suite (experiments/bench_all.py): ~20 min; `make bench QUICK=1` for a one-minute version.
+# HEBO pins numpy<1.25, which JAX 0.10 cannot use, so HEBOSearch runs from its own venv; if building it
+# fails, the suite still runs and reports HEBO as not run.
+HEBO_VENV := .venv-hebo
+HEBO_STAMP := $(HEBO_VENV)/.installed-hebo-0.3.6
+HEBO_PIP := $(HEBO_VENV)/bin/python -m pip --disable-pip-version-check -q
+
+$(HEBO_STAMP):
+	$(PYTHON) -m venv $(HEBO_VENV)
+	$(HEBO_PIP) install torch==2.13.0
+	$(HEBO_PIP) install "ray[tune]==2.60.0" "numpy<1.25" "pyarrow<20"   # pyarrow 20+ needs numpy 2
+	$(HEBO_PIP) install --no-deps hebo==0.3.6   # its full resolution with ray backtracks for many minutes
+	$(HEBO_PIP) install "numpy<1.25" "scipy<=1.12" "paramz==0.9.6" "GPy==1.13.2" "pymoo==0.6.0" "catboost>=0.24.4" \
+		disjoint-set scikit-learn "gpytorch>=1.4.0" "pandas>=1.0.1"   # paramz 0.10 and GPy need numpy>=2 / scipy<=1.12
+	touch $(HEBO_STAMP)
+
 bench: $(STAMP)
-	$(PY) experiments/bench_engine.py
+	-$(MAKE) --no-print-directory $(HEBO_STAMP)
+	$(PY) experiments/bench_all.py $(if $(QUICK),--quick) --hebo-python $(HEBO_VENV)/bin/python
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check tune_risk rl_tasks tests experiments
