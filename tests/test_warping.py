@@ -244,3 +244,13 @@ def test_wide_bound_keeps_returns_beyond_the_fitted_range_ordered():
     assert wide.variance_bound == 1.0 and narrow.variance_bound == 0.25
     with pytest.raises(ValueError, match="bound"):
         fit_warp(y, bound=0.2)
+
+
+def test_wide_bound_with_two_distinct_returns_still_ranks_beyond_them():
+    """Two unique initial returns (e.g. CartPole's 500 cap reached by half the design): the secant is
+    the only segment, not a 0/0 slope that would flatten everything above the best return."""
+    wide = fit_warp(np.array([200.0, 500.0, 500.0, 200.0]), bound=1.0)
+    assert wide.raw_knots.size == 2
+    with np.errstate(all="raise"):
+        out = wide(np.array([100.0, 150.0, 550.0, 600.0]))
+    assert np.all(np.diff(out) > 0) and out[0] >= -1.0 and out[-1] <= 1.0 and out[2] > 0.5

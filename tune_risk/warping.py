@@ -210,7 +210,10 @@ class FrozenWarp:
         xk, wk = self.raw_knots, self.warped_knots
         if self.bound > WARPED_MAX:
             inner = xk.size // 2
-        slope = (wk[end] - wk[inner]) / (xk[end] - xk[inner])
+            if inner == end % xk.size:  # two knots: the median knot is the end knot; use the other one
+                inner = 0 if end else xk.size - 1
+        run = xk[end] - xk[inner]
+        slope = (wk[end] - wk[inner]) / run if run != 0.0 else 0.0
         if not slope > 0.0:
             return np.full(arr.shape, wk[end])
         with np.errstate(over="ignore", invalid="ignore"):
