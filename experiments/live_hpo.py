@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import tempfile
 import time
 
 import numpy as np
@@ -47,8 +48,9 @@ def searcher_for(method: str, seed: int) -> RiskAwareSearch:
     raise ValueError(f"unknown method {method!r}; use erahbo or rahbo-k<k>")
 
 
-def tune_method(method: str, trainable, space: dict, args: argparse.Namespace) -> dict:
+def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     name, budget = parse_method(method, args.budget)
+    trainable = make_method_trainable(args, method)
     searcher = searcher_for(name, args.seed)
     started = time.perf_counter()
     results = tune.Tuner(
@@ -63,6 +65,14 @@ def tune_method(method: str, trainable, space: dict, args: argparse.Namespace) -
     counts = searcher.engine.counts()
     return {"method": method, "budget": budget, "best": searcher.best_config, "wall": wall, "steps": steps,
             "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"]}
+
+
+def make_method_trainable(args: argparse.Namespace, method: str):
+    """The trainable, with a fresh JAX compilation cache per method (unless ``--no-compilation-cache``):
+    a method's workers share its compiled programs, and no method inherits another's."""
+    cache = None if args.no_compilation_cache else tempfile.mkdtemp(prefix=f"live_hpo_{method}_jax_")
+    return rl_tasks.make_trainable(args.algo, args.env, total_timesteps=args.steps, eval_every=max(1, args.steps // 5),
+                                   eval_episodes=args.eval_episodes, compilation_cache_dir=cache)
 
 
 def reevaluate(best: dict, trainable, args: argparse.Namespace) -> np.ndarray:
@@ -89,13 +99,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--address", default=None, help="Ray address ('auto' on a cluster); default: local")
+    parser.add_argument("--no-compilation-cache", action="store_true",
+                        help="every worker compiles every program itself (no persistent JAX cache)")
     args = parser.parse_args()
     ray.init(address=args.address, logging_level=logging.ERROR, log_to_driver=False)
-    trainable = rl_tasks.make_trainable(args.algo, args.env, total_timesteps=args.steps,
-                                        eval_every=max(1, args.steps // 5), eval_episodes=args.eval_episodes)
     space = rl_tasks.get_space(args.algo, args.env)
-    rows = [tune_method(m.strip(), trainable, space, args) for m in args.methods.split(",")]
-    returns = [reevaluate(row["best"], trainable, args) for row in rows]
+    rows = [tune_method(m.strip(), space, args) for m in args.methods.split(",")]
+    evaluator = make_method_trainable(args, "reevaluation")
+    returns = [reevaluate(row["best"], evaluator, args) for row in rows]
     warped = np.split(warp_values(np.concatenate(returns)), np.cumsum([len(r) for r in returns])[:-1])
     print(f"\n{args.algo} on {args.env}, {args.steps} steps per replicate, default budget {args.budget} replicates, "
           f"{args.workers} workers; chosen configurations re-trained on {args.eval_seeds} fresh seeds\n")

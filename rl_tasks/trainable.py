@@ -28,6 +28,7 @@ def make_trainable(
     eval_episodes: int = 128,
     seed_key: str = "seed",
     metric: str = "return",
+    compilation_cache_dir: str | None = None,
 ) -> Callable[[dict[str, Any]], None]:
     """A Tune function trainable that trains one seed and reports evaluation returns.
 
@@ -39,6 +40,11 @@ def make_trainable(
         eval_episodes: greedy evaluation episodes per evaluation.
         seed_key: the config key holding the integer training seed.
         metric: the result key of the evaluation return.
+        compilation_cache_dir: a directory for JAX's persistent compilation cache, shared by every worker
+            that can see it (a node-local path, or a shared file system on a cluster). Compiling a PPO program
+            takes ~45 s on one CPU core against ~3 s for 100k training steps, and each worker otherwise
+            compiles every static shape (e.g. each ``minibatch_size``) itself. ``None``: JAX's own setting
+            (the ``JAX_COMPILATION_CACHE_DIR`` environment variable, off by default).
 
     Reports (each chunk): ``{metric, "timesteps", "final"}``; the last report has ``final=True``.
 
@@ -55,12 +61,23 @@ def make_trainable(
     def trainable(config: dict[str, Any]) -> None:
         if seed_key not in config:
             raise ValueError(f"config has no seed key {seed_key!r}; keys: {sorted(config)}")
+        if compilation_cache_dir is not None:
+            _use_compilation_cache(compilation_cache_dir)
         _train_one_seed(algo, spec.name, config, int(config[seed_key]), total_timesteps, eval_every, eval_episodes,
                         metric)
 
     trainable.__name__ = f"{algo}_{spec.alias}"
     trainable.__qualname__ = trainable.__name__
     return trainable
+
+
+def _use_compilation_cache(directory: str) -> None:
+    """Point JAX's persistent compilation cache at ``directory`` and cache every program (however small)."""
+    import jax  # noqa: PLC0415 - JAX loads only inside the worker
+
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 def _train_one_seed(

@@ -57,6 +57,14 @@ def test_trainable_under_risk_aware_search(ray_cluster) -> None:
     assert len(set(seeds)) >= 2, f"replicates did not get distinct seeds: {seeds}"
 
 
+def test_compilation_cache_dir_receives_the_compiled_programs(ray_cluster, tmp_path) -> None:
+    cache = tmp_path / "jax_cache"
+    trainable = make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES, compilation_cache_dir=str(cache))
+    results = _fit(trainable, {"learning_rate": 3e-3, "minibatch_size": MINIBATCH, "seed": 0})
+    assert not results.errors, results.errors
+    assert cache.is_dir() and any(cache.iterdir()), "no compiled program was written to the cache directory"
+
+
 def test_bad_arguments_fail_early() -> None:
     with pytest.raises(ValueError, match="positive"):
         make_trainable("ppo", "CartPole-v1", 0, 1, 1)
