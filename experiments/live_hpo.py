@@ -17,6 +17,8 @@ import argparse
 import logging
 import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import ray
@@ -50,7 +52,7 @@ def searcher_for(method: str, seed: int) -> RiskAwareSearch:
 
 def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     name, budget = parse_method(method, args.budget)
-    trainable = make_method_trainable(args, method)
+    trainable, cache = make_method_trainable(args, method)
     searcher = searcher_for(name, args.seed)
     started = time.perf_counter()
     results = tune.Tuner(
@@ -64,15 +66,25 @@ def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     steps = sum(int(r.metrics.get("timesteps", 0) or 0) for r in results if r.metrics)
     counts = searcher.engine.counts()
     return {"method": method, "budget": budget, "best": searcher.best_config, "wall": wall, "steps": steps,
-            "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"]}
+            "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"],
+            "configs": len(searcher.engine.records), "programs": count_programs(cache)}
 
 
-def make_method_trainable(args: argparse.Namespace, method: str):
-    """The trainable, with a fresh JAX compilation cache per method (unless ``--no-compilation-cache``):
-    a method's workers share its compiled programs, and no method inherits another's."""
+def count_programs(cache: str | None) -> int | None:
+    """Programs XLA compiled during a method's search: the entries of its fresh persistent cache. Each
+    new static shape (e.g. a ``minibatch_size`` not seen before) is one training, one evaluation program."""
+    return None if cache is None else sum(1 for _ in Path(cache).iterdir())
+
+
+def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callable, str | None]:
+    """The trainable and its cache directory: a fresh JAX compilation cache per method (unless
+    ``--no-compilation-cache``), so a method's workers share its compiled programs and no method
+    inherits another's."""
     cache = None if args.no_compilation_cache else tempfile.mkdtemp(prefix=f"live_hpo_{method}_jax_")
-    return rl_tasks.make_trainable(args.algo, args.env, total_timesteps=args.steps, eval_every=max(1, args.steps // 5),
-                                   eval_episodes=args.eval_episodes, compilation_cache_dir=cache)
+    trainable = rl_tasks.make_trainable(args.algo, args.env, total_timesteps=args.steps,
+                                        eval_every=max(1, args.steps // 5), eval_episodes=args.eval_episodes,
+                                        compilation_cache_dir=cache)
+    return trainable, cache
 
 
 def reevaluate(best: dict, trainable, args: argparse.Namespace) -> np.ndarray:
@@ -105,16 +117,19 @@ def main() -> None:
     ray.init(address=args.address, logging_level=logging.ERROR, log_to_driver=False)
     space = rl_tasks.get_space(args.algo, args.env)
     rows = [tune_method(m.strip(), space, args) for m in args.methods.split(",")]
-    evaluator = make_method_trainable(args, "reevaluation")
+    evaluator, _ = make_method_trainable(args, "reevaluation")
     returns = [reevaluate(row["best"], evaluator, args) for row in rows]
     warped = np.split(warp_values(np.concatenate(returns)), np.cumsum([len(r) for r in returns])[:-1])
     print(f"\n{args.algo} on {args.env}, {args.steps} steps per replicate, default budget {args.budget} replicates, "
           f"{args.workers} workers; chosen configurations re-trained on {args.eval_seeds} fresh seeds\n")
-    print("| method | budget | completed | cancelled | env steps trained | wall (s) | mean return | std | MV (warped) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| method | budget | configurations | completed | cancelled | env steps trained | compiled programs "
+          "| wall (s) | mean return | std | MV (warped) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row, raw, w in zip(rows, returns, warped, strict=True):
         mv = w.mean() - w.var(ddof=1)
-        print(f"| {row['method']} | {row['budget']} | {row['completed']:.0f} | {row['cancelled']:.0f} | {row['steps']:,} | "
+        programs = "n/a" if row["programs"] is None else row["programs"]
+        print(f"| {row['method']} | {row['budget']} | {row['configs']} | {row['completed']:.0f} | {row['cancelled']:.0f} "
+              f"| {row['steps']:,} | {programs} | "
               f"{row['wall']:.0f} | {raw.mean():.1f} | {raw.std(ddof=1):.1f} | {mv:.4f} |")
     reference = rows[-1]
     for row in rows[:-1]:

@@ -285,7 +285,8 @@ def generate_table(
         max_new: stop after computing this many new configurations (the table is written only when complete).
 
     Returns:
-        The long-format table, or ``None`` when ``max_new`` stopped generation before the end.
+        The long-format table, or ``None`` when ``max_new`` stopped generation before the end. A rerun
+        on a complete table computes nothing and leaves both files untouched.
     """
     spec = check_task(algo, env)
     out = Path(out)
@@ -299,6 +300,10 @@ def generate_table(
     todo = [i for i, part in parts.items() if part is None][:max_new]
     logger.info("%s: %d of %d configurations done, computing %d", out, configs - sum(p is None for p in parts.values()),
                 configs, len(todo))
+    meta_path = Path(f"{out}.json")
+    if not todo and out.exists() and meta_path.exists():
+        # Complete already: rewriting would only change the metadata's date and machine.
+        return pd.read_parquet(out)
     progress = Progress(configs, configs - sum(p is None for p in parts.values()))
 
     def job(config: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +322,7 @@ def generate_table(
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out, index=False)
     meta = table_metadata(algo, spec.name, steps, seed_list, configs, seed, eval_episodes, layout, command, parts)
-    Path(f"{out}.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    meta_path.write_text(json.dumps(meta, indent=1, default=str) + "\n")
     return table
 
 

@@ -83,6 +83,15 @@ def test_resume_recomputes_only_missing_parts(first_table, capsys) -> None:
     pd.testing.assert_series_equal(again["performance"], table["performance"])
 
 
+def test_rerun_of_a_complete_table_leaves_its_files_untouched(first_table) -> None:
+    out, _ = first_table
+    meta_path = out.with_name(out.name + ".json")
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out, meta_path)}
+    again = generate_table(out=out, command="a different command line", **TINY)
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out, meta_path)} == before
+    pd.testing.assert_frame_equal(again, pd.read_parquet(out))
+
+
 def test_resume_refuses_different_settings(first_table) -> None:
     out, _ = first_table
     with pytest.raises(ValueError, match="different settings"):
