@@ -3,12 +3,14 @@
 Each method tunes ``--algo`` on ``--env`` through Ray Tune (one trial = one seed) with ``--budget``
 replicate runs; then each method's recommended configuration is re-trained on ``--eval-seeds`` fresh
 seeds to estimate its true mean-variance (MV on one warp fitted to all re-evaluation returns, so the
-methods are comparable). Printed per method: completed and cancelled replicates, environment steps
-trained (cancelled replicates count the steps they ran), wall time, and the re-evaluated MV; then
-the ratio of compute.
+methods are comparable). Printed per method: configurations tried, completed and cancelled replicates,
+environment steps trained (cancelled replicates count the steps they ran), JAX programs compiled,
+worker seconds inside trials (and up to each trial's first report, where programs are built), wall
+time, and the re-evaluated MV; then the ratio of compute. A method may have its own budget:
+``--methods erahbo@30,rahbo-k20``.
 
     python experiments/live_hpo.py --algo ppo --env CartPole-v1 --budget 60 --methods erahbo,rahbo-k20 \\
-        [--steps 100000] [--workers 2] [--address auto]
+        [--steps 100000] [--workers 2] [--address auto] [--gpus-per-trial 0.25]
 """
 
 from __future__ import annotations
@@ -64,10 +66,15 @@ def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     ).fit()
     wall = time.perf_counter() - started
     steps = sum(int(r.metrics.get("timesteps", 0) or 0) for r in results if r.metrics)
+    reported = [r.metrics_dataframe for r in results if r.metrics_dataframe is not None and len(r.metrics_dataframe)]
     counts = searcher.engine.counts()
     return {"method": method, "budget": budget, "best": searcher.best_config, "wall": wall, "steps": steps,
             "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"],
-            "configs": len(searcher.engine.records), "programs": count_programs(cache)}
+            "configs": len(searcher.engine.records), "programs": count_programs(cache),
+            # Worker time inside trials, and the part of it up to each trial's first report (which
+            # includes tracing the JAX programs and compiling them or loading them from the cache).
+            "trial_s": sum(float(df["time_total_s"].iloc[-1]) for df in reported),
+            "first_report_s": sum(float(df["time_this_iter_s"].iloc[0]) for df in reported)}
 
 
 def count_programs(cache: str | None) -> int | None:
@@ -84,6 +91,8 @@ def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callab
     trainable = rl_tasks.make_trainable(args.algo, args.env, total_timesteps=args.steps,
                                         eval_every=max(1, args.steps // 5), eval_episodes=args.eval_episodes,
                                         compilation_cache_dir=cache)
+    if args.gpus_per_trial > 0:  # e.g. 0.25: four JAX trials share a GPU (set XLA_PYTHON_CLIENT_PREALLOCATE=false)
+        trainable = tune.with_resources(trainable, {"cpu": 1, "gpu": args.gpus_per_trial})
     return trainable, cache
 
 
@@ -111,6 +120,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--address", default=None, help="Ray address ('auto' on a cluster); default: local")
+    parser.add_argument("--gpus-per-trial", type=float, default=0.0,
+                        help="GPU fraction per trial (0: CPU trials); Ray hides GPUs from trials that request none")
     parser.add_argument("--no-compilation-cache", action="store_true",
                         help="every worker compiles every program itself (no persistent JAX cache)")
     args = parser.parse_args()
@@ -123,13 +134,13 @@ def main() -> None:
     print(f"\n{args.algo} on {args.env}, {args.steps} steps per replicate, default budget {args.budget} replicates, "
           f"{args.workers} workers; chosen configurations re-trained on {args.eval_seeds} fresh seeds\n")
     print("| method | budget | configurations | completed | cancelled | env steps trained | compiled programs "
-          "| wall (s) | mean return | std | MV (warped) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| trial s (to first report) | wall (s) | mean return | std | MV (warped) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row, raw, w in zip(rows, returns, warped, strict=True):
         mv = w.mean() - w.var(ddof=1)
         programs = "n/a" if row["programs"] is None else row["programs"]
         print(f"| {row['method']} | {row['budget']} | {row['configs']} | {row['completed']:.0f} | {row['cancelled']:.0f} "
-              f"| {row['steps']:,} | {programs} | "
+              f"| {row['steps']:,} | {programs} | {row['trial_s']:.0f} ({row['first_report_s']:.0f}) | "
               f"{row['wall']:.0f} | {raw.mean():.1f} | {raw.std(ddof=1):.1f} | {mv:.4f} |")
     reference = rows[-1]
     for row in rows[:-1]:
