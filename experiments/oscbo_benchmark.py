@@ -48,11 +48,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def load_runs(path: Path) -> list[dict]:
+    """The finished runs in ``path``; a last line cut off by a kill mid-write is dropped from the file, so
+    that the next append starts on a fresh line."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        kept = text[: text.rfind("\n") + 1]
+        print(f"{path}: dropping an incomplete last line ({len(text) - len(kept)} characters)", flush=True)
+        path.write_text(kept)
+        text = kept
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def run_all(args: argparse.Namespace) -> list[dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.jsonl"
-    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    runs = load_runs(path)
     done = {(r["task"], r["method"], r["seed"], r["steps"], r["n_init"]) for r in runs}
     tasks = [t for t in args.tasks.split(",") if t]
     methods = [m for m in args.methods.split(",") if m]

@@ -28,3 +28,15 @@ def test_benchmark_script_tiny(tmp_path, capsys):
     lines = (out / "runs.jsonl").read_text().splitlines()
     module.main(args)  # resumes: no run is repeated
     assert (out / "runs.jsonl").read_text().splitlines() == lines
+
+
+def test_a_run_cut_off_mid_write_is_dropped_and_the_rest_kept(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("oscbo_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"task": "hartmann3", "seed": 0}\n{"task": "hartmann3", "se')
+    runs = module.load_runs(path)
+    assert runs == [{"task": "hartmann3", "seed": 0}]
+    assert path.read_text() == '{"task": "hartmann3", "seed": 0}\n'  # the next append starts a fresh line
+    assert "incomplete last line" in capsys.readouterr().out
