@@ -17,10 +17,14 @@ taken against the best value found by any run (O-20).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import functools
 import json
 import logging
 import math
+import multiprocessing
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +48,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=None, help="folder with material_agnp/ and crossbarrel/")
     parser.add_argument("--out", default="results/oscbo_benchmark")
     parser.add_argument("--lunar-episodes", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    parser.add_argument("--workers", type=int, default=1, help="runs in parallel processes (results identical)")
     return parser.parse_args(argv)
 
 
@@ -73,30 +78,57 @@ def run_all(args: argparse.Namespace) -> list[dict]:
     for name in tasks + methods:
         if name not in TASKS + METHODS:
             raise SystemExit(f"unknown task or method {name!r}; tasks: {', '.join(TASKS)}; methods: {', '.join(METHODS)}")
-    for task_name in tasks:
-        try:
-            task = make_task(task_name, args.data_dir)
-            if task_name == "lunar12" and args.lunar_episodes != 50:
-                from tune_risk.benchmarks.tasks import lunar12
-                task = lunar12(args.lunar_episodes)
-            task(np.full(task.dim, 0.5))  # fails early if e.g. Box2D is missing
-        except TaskUnavailable as error:
-            print(f"skipping {task_name}: {error}", flush=True)
-            continue
-        for seed in range(args.seeds):
-            for method in methods:
-                key = (task_name, method, seed, args.steps, args.n_init)
-                if key in done:
-                    continue
-                result = run_bo(task, method, seed, steps=args.steps, n_init=args.n_init)
-                row = {**result.to_dict(), "steps": args.steps}
-                runs.append(row)
-                with path.open("a") as file:
-                    file.write(json.dumps(row) + "\n")
-                print(f"{task_name:13s} {method:11s} seed {seed:2d}: final value {max(result.values):.5g} "
-                      f"({result.seconds:.1f} s)", flush=True)
+    jobs = [(task_name, method, seed) for task_name in tasks if available(task_name, args)
+            for seed in range(args.seeds) for method in methods
+            if (task_name, method, seed, args.steps, args.n_init) not in done]
+    for row in run_jobs(jobs, args):
+        runs.append(row)
+        with path.open("a") as file:
+            file.write(json.dumps(row) + "\n")
+        print(f"{row['task']:13s} {row['method']:11s} seed {row['seed']:2d}: final value {max(row['values']):.5g} "
+              f"({row['seconds']:.1f} s)", flush=True)
     return [r for r in runs if r["task"] in tasks and r["method"] in methods and r["seed"] < args.seeds
             and r["steps"] == args.steps and r["n_init"] == args.n_init]
+
+
+def available(task_name: str, args: argparse.Namespace) -> bool:
+    """Whether a task can be built here (e.g. Box2D installed, data directory present)."""
+    try:
+        task = build_task(task_name, args.data_dir, args.lunar_episodes)
+        task(np.full(task.dim, 0.5))  # fails early if e.g. Box2D is missing
+    except TaskUnavailable as error:
+        print(f"skipping {task_name}: {error}", flush=True)
+        return False
+    return True
+
+
+@functools.cache
+def build_task(task_name: str, data_dir: str | None, lunar_episodes: int):
+    if task_name == "lunar12" and lunar_episodes != 50:
+        from tune_risk.benchmarks.tasks import lunar12
+        return lunar12(lunar_episodes)
+    return make_task(task_name, data_dir)
+
+
+def run_one(task_name: str, method: str, seed: int, args: argparse.Namespace) -> dict:
+    """One BO run; it depends only on (task, method, seed), so any number of workers gives the same rows."""
+    torch.set_num_threads(args.threads)
+    task = build_task(task_name, args.data_dir, args.lunar_episodes)
+    result = run_bo(task, method, seed, steps=args.steps, n_init=args.n_init)
+    return {**result.to_dict(), "steps": args.steps}
+
+
+def run_jobs(jobs: list[tuple[str, str, int]], args: argparse.Namespace) -> Iterator[dict]:
+    """Rows of the jobs as they finish: in this process, or in ``--workers`` spawned processes."""
+    if args.workers <= 1:
+        for task_name, method, seed in jobs:
+            yield run_one(task_name, method, seed, args)
+        return
+    context = multiprocessing.get_context("spawn")  # no forked torch/OpenMP state
+    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=context) as pool:
+        futures = [pool.submit(run_one, *job, args) for job in jobs]
+        for future in concurrent.futures.as_completed(futures):
+            yield future.result()
 
 
 def curves(runs: list[dict]) -> dict:

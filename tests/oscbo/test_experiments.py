@@ -40,3 +40,24 @@ def test_a_run_cut_off_mid_write_is_dropped_and_the_rest_kept(tmp_path, capsys):
     assert runs == [{"task": "hartmann3", "seed": 0}]
     assert path.read_text() == '{"task": "hartmann3", "seed": 0}\n'  # the next append starts a fresh line
     assert "incomplete last line" in capsys.readouterr().out
+
+
+def test_parallel_workers_give_the_same_runs(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    spec = importlib.util.spec_from_file_location("oscbo_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    common = ["--tasks", "hartmann3", "--methods", "oscbo,a-gp-ucb", "--seeds", "2", "--steps", "2", "--n-init", "4"]
+    module.main([*common, "--out", str(tmp_path / "serial")])
+    subprocess.run([sys.executable, str(SCRIPT), *common, "--workers", "2", "--out", str(tmp_path / "parallel")],
+                   check=True, capture_output=True, timeout=600)
+
+    def runs(name: str) -> dict:
+        rows = [json.loads(line) for line in (tmp_path / name / "runs.jsonl").read_text().splitlines()]
+        return {(r["method"], r["seed"]): r["values"] for r in rows}
+
+    serial, parallel = runs("serial"), runs("parallel")
+    assert len(serial) == 4 and parallel == serial
