@@ -126,7 +126,7 @@ class SCGP:
             for step in range(51):
                 value, beta = sharpness(log_theta)
                 if float(value.detach()) < best[0]:
-                    best = (float(value), float(log_theta.detach()[0]), float(beta.detach()))
+                    best = (float(value.detach()), float(log_theta.detach()[0]), float(beta.detach()))
                 if step == 50:
                     break
                 optimizer.zero_grad()
