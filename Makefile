@@ -33,7 +33,7 @@ test: $(STAMP)
 soak: $(STAMP)
 	RELIABILITY_SOAK=1 TELL_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s tests/reliability -k "soak or noise_never"
 
-# The performance suite (experiments/bench_all.py): ~20 min; `make bench QUICK=1` for a one-minute version.
+# The performance suite (experiments/bench_all.py): ~8 min on 2 cores (plus ~1 min to build the HEBO venv once); `make bench QUICK=1` for a one-minute version.
 # HEBO pins numpy<1.25, which JAX 0.10 cannot use, so HEBOSearch runs from its own venv; if building it
 # fails, the suite still runs and reports HEBO as not run.
 HEBO_VENV := .venv-hebo
