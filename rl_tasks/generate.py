@@ -301,7 +301,7 @@ def generate_table(
     logger.info("%s: %d of %d configurations done, computing %d", out, configs - sum(p is None for p in parts.values()),
                 configs, len(todo))
     meta_path = Path(f"{out}.json")
-    if not todo and out.exists() and meta_path.exists():
+    if all(part is not None for part in parts.values()) and out.exists() and meta_path.exists():
         # Complete already: rewriting would only change the metadata's date and machine.
         return pd.read_parquet(out)
     progress = Progress(configs, configs - sum(p is None for p in parts.values()))

@@ -10,10 +10,16 @@ import pandas as pd
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "oscbo_benchmark.py"
 
 
-def test_benchmark_script_tiny(tmp_path, capsys):
+def load_script():
+    """The benchmark script as a module (experiments/ is not a package)."""
     spec = importlib.util.spec_from_file_location("oscbo_benchmark", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_script_tiny(tmp_path, capsys):
+    module = load_script()
     args = ["--tasks", "hartmann3,material5", "--methods", "oscbo,a-gp-ucb", "--seeds", "2", "--steps", "2",
             "--n-init", "4", "--data-dir", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]
     module.main(args)
@@ -31,9 +37,7 @@ def test_benchmark_script_tiny(tmp_path, capsys):
 
 
 def test_a_run_cut_off_mid_write_is_dropped_and_the_rest_kept(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("oscbo_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script()
     path = tmp_path / "runs.jsonl"
     path.write_text('{"task": "hartmann3", "seed": 0}\n{"task": "hartmann3", "se')
     runs = module.load_runs(path)
@@ -47,9 +51,7 @@ def test_parallel_workers_give_the_same_runs(tmp_path):
     import subprocess
     import sys
 
-    spec = importlib.util.spec_from_file_location("oscbo_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script()
     common = ["--tasks", "hartmann3", "--methods", "oscbo,a-gp-ucb", "--seeds", "2", "--steps", "2", "--n-init", "4"]
     module.main([*common, "--out", str(tmp_path / "serial")])
     subprocess.run([sys.executable, str(SCRIPT), *common, "--workers", "2", "--out", str(tmp_path / "parallel")],
