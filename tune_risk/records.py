@@ -120,3 +120,11 @@ class ConfigRecord:
 def sample_statistics(values: np.ndarray) -> tuple[float, float]:
     """Sample mean and unbiased sample variance (ERAHBO eq. 7); needs ``k >= 2``."""
     return float(np.mean(values)), float(np.var(values, ddof=1))
+
+
+def sample_mean_variance(samples: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+    """``MV = mean − α·var(ddof=1)`` of each row of ``samples`` (ERAHBO eq. 1 with the eq. 7 estimates).
+
+    Offline tables use it on warped returns over all seeds as the ground truth (ALGORITHMS.md §1.12, A-17).
+    """
+    return samples.mean(axis=1) - alpha * samples.var(axis=1, ddof=1)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from tune_risk.engine import Engine
-from tune_risk.records import Replicate
+from tune_risk.records import Replicate, sample_mean_variance
 from tune_risk.settings import EngineSettings
 from tune_risk.simulate import simulate
 from tune_risk.warping import FrozenWarp, fit_warp
@@ -90,8 +90,7 @@ class ReplayTask:
 
     def __post_init__(self) -> None:
         self.warp = fit_warp(self.returns)  # pooled over the whole table (§1.2, A-13)
-        warped = self.warp(self.returns)
-        self.true_mv = warped.mean(axis=1) - warped.var(axis=1, ddof=1)  # §1.12, alpha = 1
+        self.true_mv = sample_mean_variance(self.warp(self.returns))  # §1.12, alpha = 1
 
     @classmethod
     def from_table(cls, table: Any) -> ReplayTask:

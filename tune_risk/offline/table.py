@@ -45,6 +45,7 @@ from tune_risk.offline.formats import (
     sorted_unique,
     table_error,
 )
+from tune_risk.records import sample_mean_variance
 from tune_risk.tune_space import TuneSpaceCodec
 from tune_risk.warping import warp_values
 
@@ -382,8 +383,7 @@ class OfflineTable:
         """
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
             raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
-        warped = self.warped()
-        return warped.mean(axis=1) - float(alpha) * warped.var(axis=1, ddof=1)  # ERAHBO eq. 1
+        return sample_mean_variance(self.warped(), float(alpha))
 
     def summary(self) -> dict[str, Any]:
         """Sizes, dropped count and the spread of per-configuration return std (raw units, ddof=1)."""
