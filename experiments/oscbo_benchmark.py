@@ -191,11 +191,29 @@ def table(data: dict, tasks: list[str], methods: list[str]) -> tuple[pd.DataFram
     return frame, ranks[0].merge(ranks[1], on="method").sort_values("rank_simple")
 
 
+def diagnostics_table(data: dict, tasks: list[str], methods: list[str]) -> pd.DataFrame:
+    """Median over seeds of the lengthscale, running band coverage and running mean band width after a quarter,
+    half and all of the rounds: the numbers behind Fig. S3 that show how much a lengthscale strategy explores."""
+    rows = []
+    for task in tasks:
+        for method in methods:
+            entry = data.get((task, method))
+            if entry is None:
+                continue
+            steps = entry["theta"].shape[1]
+            for t in sorted({max(steps // 4, 1), max(steps // 2, 1), steps}):
+                rows.append({"task": task, "method": method, "round": t,
+                             "theta": float(np.nanmedian(entry["theta"][:, t - 1])),
+                             "coverage": float(np.nanmedian(entry["coverage"][:, t - 1])),
+                             "width": float(np.nanmedian(entry["width"][:, t - 1]))})
+    return pd.DataFrame(rows)
+
+
 def _se(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
-def markdown(frame: pd.DataFrame, ranks: pd.DataFrame, args: argparse.Namespace) -> str:
+def markdown(frame: pd.DataFrame, ranks: pd.DataFrame, diagnostics: pd.DataFrame, args: argparse.Namespace) -> str:
     lines = [f"# OSCBO benchmark: {args.seeds} seeds x {args.steps} steps (n_init = {args.n_init})", "",
              "Final simple regret `f* - max_j f(x_j)` and final cumulative regret (mean ± s.e. over seeds); "
              "lower is better. Lunar's regret is against the best value found by any run.", "",
@@ -211,6 +229,14 @@ def markdown(frame: pd.DataFrame, ranks: pd.DataFrame, args: argparse.Namespace)
     for _, row in ranks.iterrows():
         lines.append(f"| {row.method} | {row.rank_simple:.2f} ± {row.rank_simple_se:.2f} | "
                      f"{row.rank_cumulative:.2f} ± {row.rank_cumulative_se:.2f} |")
+    lines += ["", "Diagnostics (median over seeds at round t; Fig. S3): θ is the mean lengthscale on the unit cube, coverage "
+              "the fraction of rounds 1..t whose new observation fell inside the band (nominal 0.84), width the "
+              "band's mean width at the queried points over rounds 1..t (standardised units).", "",
+              "| task | method | " + " | ".join(f"θ / coverage / width at t={t}" for t in diagnostics["round"].unique())
+              + " |", "|---|---|" + "---|" * diagnostics["round"].nunique()]
+    for (task, method), group in diagnostics.groupby(["task", "method"], sort=False):
+        cells = [f"{row.theta:.3g} / {row.coverage:.2f} / {row.width:.3g}" for row in group.itertuples()]
+        lines.append(f"| {task} | {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -310,7 +336,9 @@ def main(argv=None) -> None:
     out = Path(args.out)
     frame.to_csv(out / "final_regret.csv", index=False)
     ranks.to_csv(out / "mean_ranks.csv", index=False)
-    text = markdown(frame, ranks, args)
+    diagnostics = diagnostics_table(data, tasks, methods)
+    diagnostics.to_csv(out / "diagnostics.csv", index=False)
+    text = markdown(frame, ranks, diagnostics, args)
     (out / "summary.md").write_text(text)
     regret_figure(data, tasks, methods, ranks, "simple", out / "fig2_simple_regret.png")
     regret_figure(data, tasks, methods, ranks, "cumulative", out / "figS1_cumulative_regret.png")

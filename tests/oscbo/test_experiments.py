@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "oscbo_benchmark.py"
 
@@ -28,10 +31,17 @@ def test_benchmark_script_tiny(tmp_path, capsys):
     frame = pd.read_csv(out / "final_regret.csv")
     assert set(frame.method) == {"oscbo", "a-gp-ucb"} and set(frame.task) == {"hartmann3"}
     assert (frame.seeds == 2).all() and (frame.simple_mean >= 0).all()
-    for name in ("summary.md", "mean_ranks.csv", "fig2_simple_regret.png", "figS1_cumulative_regret.png",
+    for name in ("summary.md", "mean_ranks.csv", "diagnostics.csv", "fig2_simple_regret.png", "figS1_cumulative_regret.png",
                  "figS3_diagnostics.png"):
         assert (out / name).is_file()
     lines = (out / "runs.jsonl").read_text().splitlines()
+    diagnostics = pd.read_csv(out / "diagnostics.csv")
+    assert sorted(diagnostics["round"].unique()) == [1, 2] and len(diagnostics) == 4
+    runs = [json.loads(line) for line in lines if '"oscbo"' in line]
+    last = diagnostics[(diagnostics.method == "oscbo") & (diagnostics["round"] == 2)].iloc[0]
+    assert last.coverage == pytest.approx(np.median([r["rounds"][1]["coverage"] for r in runs]))
+    assert last.theta == pytest.approx(np.median([np.mean(r["rounds"][1]["theta"]) for r in runs]))
+    assert "θ / coverage / width at t=2" in (out / "summary.md").read_text()
     module.main(args)  # resumes: no run is repeated
     assert (out / "runs.jsonl").read_text().splitlines() == lines
 
@@ -47,7 +57,6 @@ def test_a_run_cut_off_mid_write_is_dropped_and_the_rest_kept(tmp_path, capsys):
 
 
 def test_parallel_workers_give_the_same_runs(tmp_path):
-    import json
     import subprocess
     import sys
 
