@@ -21,6 +21,7 @@ import torch
 from botorch.models import SingleTaskGP
 from gpytorch.kernels import MaternKernel, RBFKernel
 
+from tests.harness import launch_replicates
 from tune_risk.engine import Engine
 from tune_risk.objectives import HeteroscedasticObjective, get_objective, make_pool_table
 from tune_risk.records import DONE, WAIT, ConfigRecord, Replicate
@@ -97,14 +98,7 @@ class Cluster:
         """One event (a cancellation pass, launches, one arrival); ``False`` once the run is over."""
         self.steps += 1
         self._cancel(engine)
-        request = None
-        while len(self.in_flight) < self.workers:
-            request = engine.ask()
-            if not isinstance(request, Replicate):
-                break
-            assert request.run_id not in self.launched, "a run id was handed out twice"
-            self.launched[request.run_id] = request
-            self.in_flight.append(request)
+        request = launch_replicates(engine, self.workers - len(self.in_flight), self.launched, self.in_flight)
         self.max_in_flight = max(self.max_in_flight, len(self.in_flight))
         if not self.in_flight:
             assert request is DONE, f"engine answered {request!r} with nothing in flight (deadlock)"

@@ -29,7 +29,7 @@ os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "0"
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tune_driver import METHOD, OVERRIDES, make_task  # noqa: E402
+from tune_driver import METHOD, OVERRIDES, append_line, make_task, trial_line  # noqa: E402
 
 
 def make_trainable(task, repeat: int, steps: int, step_seconds: float):
@@ -41,12 +41,13 @@ def make_trainable(task, repeat: int, steps: int, step_seconds: float):
         import os
         import time as _time
 
-        import numpy as _np
         import ray
         from ray import tune
 
+        from tune_risk.offline.replay import seed_permutation
+
         row, seed_index = int(config["table_row"]), int(config["seed"])
-        column = int(_np.random.default_rng([repeat, row, 0x5EED]).permutation(n_seeds)[seed_index])
+        column = int(seed_permutation(repeat, row, n_seeds)[seed_index])
         value = float(returns[row, column])
         node, pid = ray.get_runtime_context().get_node_id(), os.getpid()
         for step in range(steps):
@@ -66,11 +67,8 @@ def make_event_log(path: str):
 
         def _append(self, trial, event: str) -> None:
             result = trial.last_result or {}
-            line = {"event": event, "trial_id": trial.trial_id, "row": trial.config.get("table_row"),
-                    "seed": trial.config.get("seed"), "value": result.get("return"), "node": result.get("node"),
-                    "pid": result.get("pid"), "step": result.get("step"), "time": time.time()}
-            with open(self.path, "a") as file:
-                file.write(json.dumps(line) + "\n")
+            append_line(self.path, {**trial_line(trial, event), "node": result.get("node"), "pid": result.get("pid"),
+                                    "step": result.get("step"), "time": time.time()})
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             self._append(trial, "result")

@@ -31,6 +31,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.harness import launch_replicates
 from tune_risk.engine import Engine
 from tune_risk.objectives import get_objective, make_pool_table
 from tune_risk.records import Replicate, RunStatus
@@ -97,13 +98,7 @@ class Harness:
         """One core event; deterministic given the harness state."""
         engine, kind = self.engine, event[0]
         if kind == "ask":
-            for _ in range(event[1]):
-                request = engine.ask()
-                if not isinstance(request, Replicate):
-                    break
-                assert request.run_id not in self.launched, "a run id was handed out twice"
-                self.launched[request.run_id] = request
-                self.in_flight.append(request)
+            launch_replicates(engine, event[1], self.launched, self.in_flight)
         elif kind == "result" and self.in_flight:
             replicate = self.in_flight.pop(event[1] % len(self.in_flight))
             value = value_of(replicate) if event[2] == "ok" else FAILURES[replicate.run_id % len(FAILURES)]

@@ -72,6 +72,20 @@ def make_trainable(task, repeat: int, sleep: float):
     return trainable
 
 
+def trial_line(trial, event: str) -> dict:
+    """The fields of every log line: the event, the trial, its replicate (table row, seed) and its last return."""
+    result = trial.last_result or {}
+    return {"event": event, "trial_id": trial.trial_id, "row": trial.config.get("table_row"),
+            "seed": trial.config.get("seed"), "value": result.get("return")}
+
+
+def append_line(path: str, line: dict) -> None:
+    """Append ``line`` as one JSON line and flush, so a SIGKILL right after leaves it on disk."""
+    with open(path, "a") as file:
+        file.write(json.dumps(line) + "\n")
+        file.flush()
+
+
 def make_log_callback(log_path: str):
     """A Tune callback appending one JSON line per finished trial (pickled into the experiment)."""
     from ray import tune
@@ -81,14 +95,7 @@ def make_log_callback(log_path: str):
             self.path = path
 
         def _append(self, trial, event: str) -> None:
-            result = trial.last_result or {}
-            line = {
-                "event": event, "trial_id": trial.trial_id, "row": trial.config.get("table_row"),
-                "seed": trial.config.get("seed"), "value": result.get("return"), "pid": os.getpid(),
-            }
-            with open(self.path, "a") as file:
-                file.write(json.dumps(line) + "\n")
-                file.flush()
+            append_line(self.path, {**trial_line(trial, event), "pid": os.getpid()})
 
         def on_trial_start(self, iteration, trials, trial, **info):
             staging = Path(f"{self.path}.staging")  # where this driver stages its experiment state
