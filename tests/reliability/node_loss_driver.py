@@ -29,7 +29,7 @@ os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "0"
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tune_driver import METHOD, OVERRIDES, append_line, make_task, trial_line  # noqa: E402
+from tune_driver import append_line, make_searcher, make_task, trial_line  # noqa: E402
 
 
 def make_trainable(task, repeat: int, steps: int, step_seconds: float):
@@ -135,9 +135,7 @@ def main(argv: list[str]) -> int:
     from ray import tune
     from ray.cluster_utils import Cluster
 
-    from tune_risk.offline.replay import ROW_KEY, method_settings
     from tune_risk.scheduler import ReplicateScheduler
-    from tune_risk.searcher import RiskAwareSearch
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     events = args.workdir / "events.jsonl"
@@ -149,18 +147,10 @@ def main(argv: list[str]) -> int:
     ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.WARNING)
     cluster_seconds = time.perf_counter() - started
 
-    settings = method_settings(METHOD, args.budget, seed=args.repeat, **OVERRIDES)
-    candidates = [{**table.config(row), ROW_KEY: row} for row in range(table.n_configs)]
-    searcher = RiskAwareSearch(
-        table.space, metric="return", mode="max", method=METHOD, k_min=settings.k_min, k_max=settings.k_max,
-        n_initial=settings.n_initial, random_state_seed=args.repeat, k_init=settings.replicates_initial,
-        common_random_numbers=True, candidates=candidates, budget=args.budget, warp=task.warp,
-        budget_unit="samples", max_active_configs=1,
-    )
+    searcher, max_runs = make_searcher(table, task, args.budget, args.repeat)
     tuner = tune.Tuner(
         make_trainable(task, args.repeat, steps=3, step_seconds=0.3),
-        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher),
-                                    num_samples=settings.n_initial * settings.replicates_initial + 4 * args.budget,
+        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), num_samples=max_runs,
                                     max_concurrent_trials=2, reuse_actors=True),
         run_config=tune.RunConfig(storage_path=str(args.workdir / "storage"), name="node_loss", verbose=0,
                                   failure_config=tune.FailureConfig(max_failures=args.max_failures),

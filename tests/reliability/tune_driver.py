@@ -111,23 +111,30 @@ def make_log_callback(log_path: str):
     return CompletionLog(log_path)
 
 
-def build_tuner(args: argparse.Namespace, task, table):
-    from ray import tune
-
+def make_searcher(table, task, budget: int, repeat: int):
+    """``RiskAwareSearch`` over the table's rows (``candidates``) with the replay's ERAHBO settings, and the
+    ``num_samples`` to give Tune (a cap well above what the budget uses: the searcher's FINISHED ends the run)."""
     from tune_risk.offline.replay import ROW_KEY, check_budget, method_settings
-    from tune_risk.scheduler import ReplicateScheduler
     from tune_risk.searcher import RiskAwareSearch
 
-    settings = method_settings(METHOD, args.budget, seed=args.repeat, **OVERRIDES)
+    settings = method_settings(METHOD, budget, seed=repeat, **OVERRIDES)
     check_budget(task, settings)
     candidates = [{**table.config(row), ROW_KEY: row} for row in range(table.n_configs)]
     searcher = RiskAwareSearch(
         table.space, metric="return", mode="max", method=METHOD, k_min=settings.k_min, k_max=settings.k_max,
-        n_initial=settings.n_initial, random_state_seed=args.repeat, k_init=settings.replicates_initial,
-        common_random_numbers=True, candidates=candidates, budget=args.budget, warp=task.warp,
+        n_initial=settings.n_initial, random_state_seed=repeat, k_init=settings.replicates_initial,
+        common_random_numbers=True, candidates=candidates, budget=budget, warp=task.warp,
         budget_unit="samples", max_active_configs=1,
     )
-    max_runs = settings.n_initial * settings.replicates_initial + 4 * args.budget  # FINISHED ends it
+    return searcher, settings.n_initial * settings.replicates_initial + 4 * budget
+
+
+def build_tuner(args: argparse.Namespace, task, table):
+    from ray import tune
+
+    from tune_risk.scheduler import ReplicateScheduler
+
+    searcher, max_runs = make_searcher(table, task, args.budget, args.repeat)
     return tune.Tuner(
         make_trainable(task, args.repeat, args.trial_sleep),
         tune_config=tune.TuneConfig(
