@@ -145,7 +145,7 @@ def curves(runs: list[dict]) -> dict:
             result = BOResult(**{k: run[k] for k in ("task", "method", "seed", "X", "values", "n_init", "optimum",
                                                       "rounds", "seconds")})
             entry = out.setdefault((task, run["method"]), {k: [] for k in (
-                "simple", "cumulative", "coverage", "width", "V_plus", "gap", "theta", "seconds")})
+                "simple", "cumulative", "coverage", "width", "V_plus", "gap", "theta", "lambda", "seconds")})
             entry["simple"].append(result.simple_regret(optimum))
             entry["cumulative"].append(result.cumulative_regret(optimum))
             rounds = run["rounds"]
@@ -155,6 +155,7 @@ def curves(runs: list[dict]) -> dict:
             target = 0.8427  # 2 Phi(sqrt 2) - 1: the band's nominal coverage for a calibrated Gaussian
             entry["gap"].append([abs(r["coverage"] - target) for r in rounds])
             entry["theta"].append([float(np.mean(r["theta"])) if r["theta"] else np.nan for r in rounds])
+            entry["lambda"].append([np.nan if r.get("lambda") is None else r["lambda"] for r in rounds])  # OSCBO only
             entry["seconds"].append(run["seconds"])
     return {key: {k: np.asarray(v, dtype=np.float64) for k, v in entry.items()} for key, entry in out.items()}
 
@@ -205,7 +206,9 @@ def diagnostics_table(data: dict, tasks: list[str], methods: list[str]) -> pd.Da
                 rows.append({"task": task, "method": method, "round": t,
                              "theta": float(np.nanmedian(entry["theta"][:, t - 1])),
                              "coverage": float(np.nanmedian(entry["coverage"][:, t - 1])),
-                             "width": float(np.nanmedian(entry["width"][:, t - 1]))})
+                             "width": float(np.nanmedian(entry["width"][:, t - 1])),
+                             "lambda_min": float(np.min(entry["lambda"][:, t - 1])),
+                             "lambda_max": float(np.max(entry["lambda"][:, t - 1]))})
     return pd.DataFrame(rows)
 
 
@@ -233,9 +236,11 @@ def markdown(frame: pd.DataFrame, ranks: pd.DataFrame, diagnostics: pd.DataFrame
               "the fraction of rounds 1..t whose new observation fell inside the band (nominal 0.84), width the "
               "band's mean width at the queried points over rounds 1..t (standardised units).", "",
               "| task | method | " + " | ".join(f"θ / coverage / width at t={t}" for t in diagnostics["round"].unique())
-              + " |", "|---|---|" + "---|" * diagnostics["round"].nunique()]
+              + " | OSCBO's λ at the end (range over seeds) |", "|---|---|" + "---|" * (diagnostics["round"].nunique() + 1)]
     for (task, method), group in diagnostics.groupby(["task", "method"], sort=False):
         cells = [f"{row.theta:.3g} / {row.coverage:.2f} / {row.width:.3g}" for row in group.itertuples()]
+        last = group.iloc[-1]
+        cells.append("" if np.isnan(last.lambda_min) else f"{last.lambda_min:.3g}–{last.lambda_max:.3g}")
         lines.append(f"| {task} | {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -41,6 +41,8 @@ def test_benchmark_script_tiny(tmp_path, capsys):
     last = diagnostics[(diagnostics.method == "oscbo") & (diagnostics["round"] == 2)].iloc[0]
     assert last.coverage == pytest.approx(np.median([r["rounds"][1]["coverage"] for r in runs]))
     assert last.theta == pytest.approx(np.median([np.mean(r["rounds"][1]["theta"]) for r in runs]))
+    assert last.lambda_min == min(r["rounds"][1]["lambda"] for r in runs)
+    assert diagnostics[diagnostics.method == "a-gp-ucb"].lambda_min.isna().all()  # no dual variable
     assert "θ / coverage / width at t=2" in (out / "summary.md").read_text()
     module.main(args)  # resumes: no run is repeated
     assert (out / "runs.jsonl").read_text().splitlines() == lines
