@@ -189,6 +189,10 @@ class FrozenWarp:
         if self.is_degenerate:
             return np.full(arr.shape, float(wk[0]))
         out = np.interp(arr, xk, wk)
+        # np.interp can overshoot the next knot's value by an ulp just below that knot; keeping each value
+        # within its segment's knot values makes the map monotone to the last bit.
+        segment = np.clip(np.searchsorted(xk, arr, side="right") - 1, 0, xk.size - 2)
+        out = np.clip(out, wk[segment], wk[segment + 1])
         below, above = arr < xk[0], arr > xk[-1]
         if below.any() or above.any():
             out = np.where(below, self._extrapolate(arr, 0, 1), out)
