@@ -33,6 +33,27 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds-per-call", type=int, default=None, help="seeds per JAX call (default: all)")
     parser.add_argument("--ray", action="store_true", help="compute configurations as parallel Ray tasks")
     parser.add_argument("--max-new", type=int, default=None, help="stop after this many new configurations")
+    parser.add_argument(
+        "--fixed", action="append", default=[], metavar="NAME=VALUE", type=_fixed_pair,
+        help="override a hyperparameter the space keeps fixed, e.g. --fixed hidden_size=64 (repeatable; recorded "
+             "in the metadata)",
+    )
+
+
+def _fixed_pair(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` with VALUE parsed as a bool, int, float or string."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"--fixed expects NAME=VALUE, got {text!r}")
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return name, lowered == "true"
+    for kind in (int, float):
+        try:
+            return name, kind(raw)
+        except ValueError:
+            pass
+    return name, raw
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -44,7 +65,7 @@ def run_generate(args: argparse.Namespace) -> int:
     table = generate_table(
         args.algo, args.env, args.configs, args.seeds, args.steps, args.out, seed=args.sobol_seed,
         ray_parallel=args.ray, eval_episodes=args.eval_episodes, devices=args.devices,
-        seeds_per_call=args.seeds_per_call, command=command, max_new=args.max_new,
+        seeds_per_call=args.seeds_per_call, command=command, max_new=args.max_new, fixed=dict(args.fixed),
     )
     if table is None:
         print(f"stopped early; rerun the same command to resume ({args.out})", file=sys.stderr)

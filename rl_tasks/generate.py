@@ -37,7 +37,14 @@ import pandas as pd
 from scipy.stats import qmc
 
 from rl_tasks.envs import check_task
-from rl_tasks.spaces import config_from_unit, describe_space, fixed_hyperparameters, get_space, space_name
+from rl_tasks.spaces import (
+    check_fixed_override,
+    config_from_unit,
+    describe_space,
+    fixed_hyperparameters,
+    get_space,
+    space_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,19 +77,20 @@ def _json_float(x: float) -> float | None:
 
 def compute_config(
     algo: str, env: str, config: dict[str, Any], seeds: Sequence[int], steps: int, eval_episodes: int, devices: int,
-    seeds_per_call: int,
+    seeds_per_call: int, fixed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train all seeds of one configuration and return ``{"returns": [...], "batch_time": s, "compile_time": s}``.
 
     Seeds are trained ``seeds_per_call`` at a time; with ``devices > 1`` each call is a pmap over ``devices``
     JAX devices of a vmap over ``seeds_per_call / devices`` seeds. Programs are compiled ahead of time once
-    per process and shape; ``compile_time`` is that compilation, ``batch_time`` the training calls.
+    per process and shape; ``compile_time`` is that compilation, ``batch_time`` the training calls. ``fixed``
+    overrides hyperparameters the space keeps fixed (``rl_tasks.spaces.full_config``).
     """
     import jax  # noqa: PLC0415 - JAX is imported only when a table is generated
 
     from rl_tasks.training import prepare, seed_keys  # noqa: PLC0415
 
-    program, traced = prepare(algo, env, config, steps, eval_episodes)
+    program, traced = prepare(algo, env, {**(fixed or {}), **config}, steps, eval_episodes)
     returns: list[float] = []
     compile_time = 0.0
     batch_time = 0.0
@@ -100,24 +108,32 @@ def compute_config(
     return {"returns": returns, "batch_time": batch_time, "compile_time": compile_time}
 
 
-_EXECUTABLES: dict[tuple, Any] = {}
+# (id(program), devices, key shape) -> (program, executable). The entry holds its program: while it lives its
+# id cannot be reused by another program (``training.prepare`` caches programs in a bounded LRU, so an evicted
+# program's id could otherwise come back for another configuration's static shape).
+_EXECUTABLES: dict[tuple, tuple[Any, Any]] = {}
 
 
 def _executable(program: Any, traced: dict[str, Any], keys: Any, devices: int) -> Any:
     """The compiled batch function for these shapes, compiled ahead of time once per process."""
     cache_key = (id(program), devices, tuple(keys.shape))
-    if cache_key not in _EXECUTABLES:
+    entry = _EXECUTABLES.get(cache_key)
+    if entry is None or entry[0] is not program:
         fn = program.train_batch_pmap if devices > 1 else program.train_batch
-        _EXECUTABLES[cache_key] = fn.lower(traced, keys).compile()
-    return _EXECUTABLES[cache_key]
+        entry = (program, fn.lower(traced, keys).compile())
+        _EXECUTABLES[cache_key] = entry
+    return entry[1]
 
 
 def _manifest(algo: str, env: str, n_configs: int, seeds: Sequence[int], steps: int, seed: int, eval_episodes: int,
-              layout: dict[str, Any]) -> dict[str, Any]:
-    return {
+              layout: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
+    manifest = {
         "algorithm": algo, "environment": env, "n_configs": n_configs, "seeds": list(seeds), "training_steps": steps,
         "sobol_seed": seed, "eval_episodes": eval_episodes, "batching_layout": layout,
     }
+    if fixed:  # only when given, so that tables made before --fixed existed still resume
+        manifest["fixed_overrides"] = dict(sorted(fixed.items()))
+    return manifest
 
 
 def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
@@ -266,6 +282,7 @@ def generate_table(
     seeds_per_call: int | None = None,
     command: str | None = None,
     max_new: int | None = None,
+    fixed: dict[str, Any] | None = None,
 ) -> pd.DataFrame | None:
     """Generate (or resume) a table and write ``out`` (parquet) and ``out + '.json'`` (metadata).
 
@@ -283,6 +300,8 @@ def generate_table(
         seeds_per_call: seeds per JAX call (default: all seeds in one call).
         command: the command line to record (default: ``sys.argv``).
         max_new: stop after computing this many new configurations (the table is written only when complete).
+        fixed: new values for hyperparameters the space keeps fixed (e.g. ``{"hidden_size": 64}``), the same
+            for every configuration; recorded in the manifest and the metadata.
 
     Returns:
         The long-format table, or ``None`` when ``max_new`` stopped generation before the end. A rerun
@@ -293,8 +312,9 @@ def generate_table(
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if configs <= 0 or not seed_list or steps <= 0:
         raise ValueError(f"configs={configs}, seeds={seeds} and steps={steps} must be positive")
+    fixed = {name: check_fixed_override(algo, name, value) for name, value in (fixed or {}).items()}
     layout = batching_layout(algo, spec.name, len(seed_list), devices, seeds_per_call)
-    _check_manifest(out, _manifest(algo, spec.name, configs, seed_list, steps, seed, eval_episodes, layout))
+    _check_manifest(out, _manifest(algo, spec.name, configs, seed_list, steps, seed, eval_episodes, layout, fixed))
     config_list = sobol_configs(algo, spec.name, configs, seed)
     parts = {i: _read_part(out, i, c, seed_list) for i, c in enumerate(config_list)}
     todo = [i for i, part in parts.items() if part is None][:max_new]
@@ -308,7 +328,7 @@ def generate_table(
 
     def job(config: dict[str, Any]) -> dict[str, Any]:
         return compute_config(algo, spec.name, config, seed_list, steps, eval_episodes, devices,
-                              layout["seeds_per_call"])
+                              layout["seeds_per_call"], fixed)
 
     def on_done(config_id: int, result: dict[str, Any]) -> None:
         _write_part(out, config_id, config_list[config_id], seed_list, result)
@@ -321,7 +341,8 @@ def generate_table(
     table = long_table(config_list, [parts[i] for i in range(configs)])
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out, index=False)
-    meta = table_metadata(algo, spec.name, steps, seed_list, configs, seed, eval_episodes, layout, command, parts)
+    meta = table_metadata(algo, spec.name, steps, seed_list, configs, seed, eval_episodes, layout, command, parts,
+                          fixed)
     meta_path.write_text(json.dumps(meta, indent=1, default=str) + "\n")
     return table
 
@@ -345,9 +366,9 @@ def long_table(configs: list[dict[str, Any]], parts: list[dict[str, Any]]) -> pd
 
 def table_metadata(
     algo: str, env: str, steps: int, seeds: list[int], n_configs: int, sobol_seed: int, eval_episodes: int,
-    layout: dict[str, Any], command: str | None, parts: dict[int, dict[str, Any]],
+    layout: dict[str, Any], command: str | None, parts: dict[int, dict[str, Any]], fixed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The sidecar metadata of a table (everything needed to regenerate it)."""
+    """The sidecar metadata of a table (everything needed to regenerate it); ``fixed`` = ``--fixed`` overrides."""
     compute = sum(p["batch_time"] for p in parts.values())
     compile_time = sum(p["compile_time"] for p in parts.values())
     return {
@@ -362,7 +383,8 @@ def table_metadata(
         "evaluation": {"episodes": eval_episodes, "policy": "greedy", "statistic": "mean return"},
         "performance": "final mean greedy evaluation return (higher is better)",
         "search_space": describe_space(get_space(algo, env)),
-        "fixed_hyperparameters": fixed_hyperparameters(algo, env),
+        "fixed_hyperparameters": {**fixed_hyperparameters(algo, env), **(fixed or {})},
+        "fixed_overrides": dict(fixed or {}),
         "batching_layout": layout,
         "library_versions": _library_versions(),
         "command": command if command is not None else " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),

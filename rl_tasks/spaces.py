@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from ray import tune
 from ray.tune.search import sample
 
@@ -32,6 +33,8 @@ _PPO_CC: dict[str, sample.Domain] = {
     "clip_eps": tune.uniform(0.0, 0.5),
     "vf_clip_eps": tune.uniform(0.0, 0.5),
     "normalize_advantage": tune.choice([True, False]),
+    # Barely acts here: rejax gives actor and critic separate Adam optimisers, which are invariant to a
+    # constant loss scale, so vf_coef only moves the critic's gradient-clipping point (rl_tasks/README.md).
     "vf_coef": tune.uniform(0.0, 1.0),
     "max_grad_norm": tune.uniform(0.0, 1.0),
 }
@@ -127,18 +130,54 @@ def default_config(algo: str, env: str) -> dict[str, Any]:
     return dict(_DEFAULTS[space_name(algo, env)])
 
 
-def full_config(algo: str, env: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """Fixed values, then defaults, then the given tuned values (unknown keys are ignored).
+_ACTIVATIONS = ("tanh", "relu")
+
+
+def check_fixed_override(algo: str, name: str, value: Any) -> Any:
+    """Validate a new value for a hyperparameter the space keeps fixed and return it as a Python scalar.
+
+    Integers (network width, rollout length, ...) must be positive, floats (``gamma``, ``tau``,
+    ``exploration_fraction``) lie in ``[0, 1]``, flags are booleans, ``activation`` is tanh or relu.
 
     Raises:
-        ValueError: a tuned value is outside its domain.
+        ValueError: ``name`` is not fixed for ``algo`` or ``value`` is out of range.
+    """
+    fixed = _FIXED[algo]
+    if name not in fixed:
+        raise ValueError(f"{name!r} is not a fixed hyperparameter of {algo}; fixed ones: {sorted(fixed)}")
+    value, default = python_scalar(value), fixed[name]
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+    else:
+        ok = value in _ACTIVATIONS
+    if not ok:
+        expected = {bool: "a bool", int: "a positive int", float: "a float in [0, 1]"}.get(type(default),
+                                                                                          f"one of {_ACTIVATIONS}")
+        raise ValueError(f"fixed hyperparameter {name}={value!r} of {algo} must be {expected}")
+    return float(value) if isinstance(default, float) else value
+
+
+def full_config(algo: str, env: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Fixed values, then defaults, then the given values; keys that are neither tuned nor fixed are ignored.
+
+    A key naming a fixed hyperparameter (``hidden_size``, ``gamma``, ...) overrides ARLBench's fixed value
+    (a Tune constant in ``param_space``, or ``tune-risk generate --fixed``).
+
+    Raises:
+        ValueError: a tuned value is outside its domain, or a fixed override is invalid.
     """
     space = get_space(algo, env)
-    tuned = {name: config[name] for name in space if name in config}
+    tuned = {name: python_scalar(config[name]) for name in space if name in config}
     for name, value in tuned.items():
         if not is_valid(space[name], value):
             raise ValueError(f"hyperparameter {name}={value!r} is outside its domain {describe_domain(space[name])}")
-    return {**fixed_hyperparameters(algo, env), **default_config(algo, env), **tuned}
+    fixed = {name: check_fixed_override(algo, name, config[name])
+             for name in _FIXED[algo] if name in config and name not in space}
+    return {**fixed_hyperparameters(algo, env), **fixed, **default_config(algo, env), **tuned}
 
 
 def describe_domain(domain: sample.Domain) -> dict[str, Any]:
@@ -167,9 +206,16 @@ def describe_space(space: Mapping[str, sample.Domain]) -> dict[str, dict[str, An
     return {name: describe_domain(domain) for name, domain in space.items()}
 
 
+def python_scalar(value: Any) -> Any:
+    """A numpy scalar (``np.int64``, ``np.float32``, ``np.bool_``: what third-party searchers suggest) as the
+    Python scalar of equal value; anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def is_valid(domain: sample.Domain, value: Any) -> bool:
-    """Whether ``value`` lies in ``domain`` (type, bounds, grid or choices)."""
+    """Whether ``value`` (a Python or numpy scalar) lies in ``domain`` (type, bounds, grid or choices)."""
     d = describe_domain(domain)
+    value = python_scalar(value)
     if d["type"] == "categorical":
         return any(value == c and type(value) is type(c) for c in d["choices"])
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 from jax import numpy as jnp
 from rejax.evaluate import evaluate
+from rejax.networks import SquashedGaussianPolicy
 
 from rl_tasks.algos import create_algorithm, rejax_settings, steps_per_iteration
 from rl_tasks.envs import check_task
@@ -39,8 +40,26 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def greedy_action(actor: Any, params: Any, obs: chex.Array, low: chex.Array, high: chex.Array) -> chex.Array:
+    """The deterministic action of a policy network: its distribution's mode, mapped into the action space.
+
+    * ``SquashedGaussianPolicy`` (SAC) samples ``u ~ N(m, s)`` and plays ``loc + scale * tanh(u)``; its
+      greedy action is ``loc + scale * tanh(m)`` (ARLBench's deterministic SAC action). The check is on the
+      module's class: ``bij`` and ``action_loc`` live on the module, but ``bij`` only after ``setup()``, so
+      an attribute test on the unbound module is always False.
+    * Categorical (discrete PPO): the most likely action.
+    * Gaussian (continuous PPO): the mean, clipped to ``[low, high]`` as the environment clips it.
+    """
+    mode = actor.apply(params, obs, method="_action_dist").mode()
+    if isinstance(actor, SquashedGaussianPolicy):
+        return actor.action_loc + jnp.tanh(mode) * actor.action_scale
+    if low is None:
+        return mode
+    return jnp.clip(mode, low, high)
+
+
 def greedy_act(algo: Any, ts: Any) -> Callable[[chex.Array, chex.PRNGKey], chex.Array]:
-    """The deterministic policy of a trained state: argmax Q / most likely action / distribution mode."""
+    """The deterministic policy of a trained state: argmax Q, or the policy's greedy action."""
 
     def act(obs: chex.Array, rng: chex.PRNGKey) -> chex.Array:
         del rng
@@ -50,13 +69,10 @@ def greedy_act(algo: Any, ts: Any) -> Callable[[chex.Array, chex.PRNGKey], chex.
         if hasattr(ts, "q_ts"):
             action = jnp.argmax(algo.agent.apply(ts.q_ts.params, obs), axis=-1)
         elif algo.discrete:
-            action = algo.actor.apply(ts.actor_ts.params, obs, method="_action_dist").mode()
-        elif hasattr(algo.actor, "bij"):
-            mode = algo.actor.apply(ts.actor_ts.params, obs, method="_action_dist").mode()
-            action = algo.actor.action_loc + jnp.tanh(mode) * algo.actor.action_scale
+            action = greedy_action(algo.actor, ts.actor_ts.params, obs, None, None)
         else:
-            mode = algo.actor.apply(ts.actor_ts.params, obs, method="_action_dist").mode()
-            action = jnp.clip(mode, algo.action_space.low, algo.action_space.high)
+            action = greedy_action(algo.actor, ts.actor_ts.params, obs, algo.action_space.low,
+                                   algo.action_space.high)
         return jnp.squeeze(action)
 
     return act

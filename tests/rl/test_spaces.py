@@ -125,3 +125,25 @@ def test_environment_registry_is_consistent() -> None:
     for name, spec in ENVIRONMENTS.items():
         assert spec.name == name and spec.domain in ("cc", "brax") and spec.num_envs > 0
     assert {env for algo, env in tasks() if algo == "sac"} == {n for n, s in ENVIRONMENTS.items() if not s.discrete}
+
+
+def test_fixed_hyperparameters_can_be_overridden_and_are_validated() -> None:
+    from rl_tasks.cli import _fixed_pair
+
+    config = full_config("sac", "Pendulum-v1", {"hidden_size": 64, "gamma": np.float64(0.9), "seed": 3})
+    assert config["hidden_size"] == 64 and config["gamma"] == 0.9 and "seed" not in config
+    with pytest.raises(ValueError, match="hidden_size=0 of sac must be a positive int"):
+        full_config("sac", "Pendulum-v1", {"hidden_size": 0})
+    with pytest.raises(ValueError, match="activation='gelu'"):
+        full_config("ppo", "CartPole-v1", {"activation": "gelu"})
+    assert _fixed_pair("hidden_size=64") == ("hidden_size", 64)
+    assert _fixed_pair("normalize_observations=true") == ("normalize_observations", True)
+    assert _fixed_pair("activation=relu") == ("activation", "relu")
+
+
+def test_generate_refuses_an_unknown_fixed_override_before_training(tmp_path) -> None:
+    from rl_tasks.generate import generate_table
+
+    with pytest.raises(ValueError, match="'depth' is not a fixed hyperparameter of sac"):
+        generate_table("sac", "Pendulum-v1", 2, 2, 64, tmp_path / "t.parquet", fixed={"depth": 3})
+    assert not (tmp_path / "_parts").exists()
