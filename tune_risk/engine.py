@@ -189,6 +189,36 @@ class Engine:
         elif run.status is RunStatus.IN_FLIGHT:
             raise ValueError(f"run {run_id} was not marked for cancellation; report its result with tell()")
 
+    def tell_censored(self, run_id: int, cost: float = 1.0) -> None:
+        """Run ``run_id`` was stopped before it finished by someone other than the engine.
+
+        An early-stopping scheduler (ASHA, HyperBand, median stopping) or a ``stop`` criterion ended
+        it: its last value is an intermediate one, selected by the very rule that stopped it, so it
+        is never an observation. The run is charged like any launched run (``compute_spent`` and,
+        with ``budget_unit="runs"``, one run of the budget). The stopper judged the configuration not
+        worth more seeds, so it stops sampling with status ``"stopped"``; replicates it already
+        incorporated stay data. An initial-design configuration is replaced, as after failures.
+        """
+        run = self._run(run_id)
+        if run.status is RunStatus.CANCEL_REQUESTED:
+            self.tell_cancelled(run_id, cost)
+            return
+        if run.status is not RunStatus.IN_FLIGHT:
+            logger.warning("ignoring a censoring of run %d (status %s)", run_id, run.status.value)
+            return
+        run.status, run.cost = RunStatus.CENSORED, float(cost)
+        self.compute_spent += run.cost
+        record = self.records[run.config_id]
+        slot = record.slots[run.replicate_index]
+        slot.state, slot.run_id = SlotState.QUEUED, None
+        if not record.running:  # append mode: later replicates cannot be appended past this gap
+            self._truncate(record, run.replicate_index)
+            return
+        self._finish(record, "stopped")
+        self._after_stop(record)
+        if record.phase == "initial" and not (self.pool is not None and self._used_pool_rows().all()):
+            self._add_initial_config()
+
     def in_flight_runs(self) -> list[int]:
         """Run ids launched and not yet resolved (results or cancellation acknowledgements due)."""
         active = (RunStatus.IN_FLIGHT, RunStatus.CANCEL_REQUESTED)
@@ -214,6 +244,7 @@ class Engine:
             "runs_cancelled": by_status[RunStatus.CANCELLED] + by_status[RunStatus.DISCARDED]
             + by_status[RunStatus.CANCEL_REQUESTED],
             "runs_failed": by_status[RunStatus.FAILED],
+            "runs_censored": by_status[RunStatus.CENSORED],
             "runs_in_flight": by_status[RunStatus.IN_FLIGHT],
             "compute_spent": self.compute_spent,
             "rounds": self.rounds,
@@ -601,6 +632,7 @@ class Engine:
             "k_max": f"reached k_max={self.settings.k_max}",
             "budget": "budget exhausted",
             "failed": f"{record.failures} failed runs",
+            "stopped": "a replicate was stopped early by the scheduler (censored)",
         }.get(record.status, "")
         logger.info(
             "config %d (round %d) finished: k=%d mean=%.4g var=%.4g MV=%.4g — %s (%s)",
