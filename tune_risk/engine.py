@@ -69,6 +69,7 @@ from tune_risk.warping import FrozenWarp, fit_warp
 
 logger = logging.getLogger(__name__)
 
+_INTENSIFY_TOP = 3  # incumbent and two challengers (by LCB^MV) share the reserved runs
 _SEED_MASK = 0x7FFFFFFF
 
 
@@ -118,6 +119,9 @@ class Engine:
         self.rounds = 0
         self.initial_points_drawn = 0
         self.compute_spent = 0.0
+        self.intensifying = False  # True once the reserved intensification runs have started
+        self.intensification_runs = 0
+        self.intensification_done = False  # the reserve was spent, or given back to BO rounds
         self._row_cache: dict[tuple[int, int], tuple] = {}  # derived; not part of the state
         self._start_initial_design(initial_points, initial_values)
 
@@ -138,6 +142,11 @@ class Engine:
                 return DONE
             self._fit_after_initial_design()
         if self._can_start_round():
+            return self._launch_queued(self._start_round())  # type: ignore[return-value]
+        replicate = self._intensify()
+        if replicate is not None:
+            return replicate
+        if self._can_start_round():  # the top configurations were all at k_max: the reserve went back to rounds
             return self._launch_queued(self._start_round())  # type: ignore[return-value]
         if any(r.running for r in self.records) or self.in_flight_runs():
             return WAIT
@@ -345,6 +354,8 @@ class Engine:
 
     # ------------------------------------------------------------------ rounds
     def _can_start_round(self) -> bool:
+        if self.intensifying:
+            return False
         active = sum(r.running for r in self.records)
         if active >= self.settings.max_active_configs:
             return False
@@ -388,6 +399,40 @@ class Engine:
         settings = self.settings
         tau = 0.0 if settings.budget is None else self._charged_completed() / settings.budget
         return settings.kappa(settings.beta_stop * schedule_value(settings.beta_stop_schedule, tau, settings.schedule_param))
+
+    # ------------------------------------------------------------------ intensification
+    def _intensify(self) -> Replicate | None:
+        """Launch one reserved intensification replicate, or ``None`` (none reserved, or not yet, or nothing to do).
+
+        Incumbent intensification (``settings.intensify``), as SMAC's intensifier races its incumbent
+        against challengers on more seeds, here on the MV certificate: once no BO round can start and
+        none is running, each reserved run adds a replicate to the least-replicated of the three
+        configurations with the highest ``LCB^MV`` (kappa_acq, eq. 24) that have fewer than ``k_max``
+        replicates; the recommendation stays argmax ``LCB^MV``. When all three have ``k_max``
+        replicates, the rest of the reserve goes back to BO rounds.
+        """
+        if (self._reserve_left() <= 0 or self.hyperparameters is None
+                or any(r.running and r.phase == "bo" for r in self.records)):
+            return None
+        raw_left = self._raw_budget_left()
+        if raw_left is not None and raw_left <= 0:
+            return None
+        record = self._intensification_target()
+        if record is None:  # every top configuration has k_max replicates: give the reserve back to rounds
+            self.intensification_done, self.intensifying = True, False
+            return None
+        self.intensifying = True
+        self.intensification_runs += 1
+        slot = Slot(len(record.slots))
+        record.slots.append(slot)
+        return self._launch(record, slot)
+
+    def _intensification_target(self) -> ConfigRecord | None:
+        evaluated = [r for r in self.records if self._has_data(r)]
+        lcb = self.risk_model().lcb_mv(self._x_tensor(evaluated), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
+        top = [evaluated[i] for i in torch.argsort(lcb, descending=True)[:_INTENSIFY_TOP].tolist()]
+        open_ = [r for r in top if len(r.slots) < self.settings.k_max]
+        return min(open_, key=lambda r: len(r.slots)) if open_ else None
 
     # ------------------------------------------------------------------ launching
     def _launch_order(self) -> list[ConfigRecord]:
@@ -546,6 +591,16 @@ class Engine:
         return len(self.runs) - len(self.in_flight_runs())
 
     def _budget_left(self) -> int | None:
+        """Budget for BO rounds: not yet charged, reserved by in-flight runs or kept for intensification."""
+        left = self._raw_budget_left()
+        return None if left is None else left - self._reserve_left()
+
+    def _reserve_left(self) -> int:
+        if self.intensification_done:
+            return 0
+        return max(0, self.settings.intensify - self.intensification_runs)
+
+    def _raw_budget_left(self) -> int | None:
         """Budget not yet charged or reserved by in-flight runs (``None``: unbounded)."""
         if self.settings.budget is None:
             return None
