@@ -44,3 +44,19 @@ def test_extension_continues_the_same_sobol_sequence(table: Path) -> None:
         path = parts_dir(table) / f"config_{config_id:04d}.json"
         if path.exists():
             assert json.loads(path.read_text())["config"] == config, path
+
+
+@pytest.mark.slow
+def test_a_shipped_configuration_regenerates_bit_for_bit() -> None:
+    """Today's software recomputes DQN CartPole configuration 0 (50 seeds, 100k steps, the recorded layout)
+    exactly as shipped: the premise of extending tables with new parts (about 30 s on one core)."""
+    pytest.importorskip("jax")
+    from rl_tasks.generate import compute_config
+
+    table = DATASETS / "dqn_cartpole.parquet"
+    meta = json.loads(Path(f"{table}.json").read_text())
+    part = json.loads((parts_dir(table) / "config_0000.json").read_text())
+    layout = meta["batching_layout"]
+    result = compute_config("dqn", "CartPole-v1", part["config"], part["seeds"], meta["training_steps"],
+                            meta["evaluation"]["episodes"], layout["devices"], layout["seeds_per_call"])
+    assert result["returns"] == part["returns"]
