@@ -407,15 +407,19 @@ class Engine:
         Incumbent intensification (``settings.intensify``), as SMAC's intensifier races its incumbent
         against challengers on more seeds, here on the MV certificate: once no BO round can start and
         none is running, each reserved run adds a replicate to the least-replicated of the three
-        configurations with the highest ``LCB^MV`` (kappa_acq, eq. 24) that have fewer than ``k_max``
-        replicates; the recommendation stays argmax ``LCB^MV``. When all three have ``k_max``
-        replicates, the rest of the reserve goes back to BO rounds.
+        configurations with the highest ``LCB^MV`` (kappa_acq, eq. 24) among those with fewer than
+        ``k_max`` replicates (an incumbent already at ``k_max`` is raced by its best challengers); the
+        recommendation stays argmax ``LCB^MV``. Only when every evaluated configuration has ``k_max``
+        replicates does the rest of the reserve go back to BO rounds.
         """
-        if (self._reserve_left() <= 0 or self.hyperparameters is None
-                or any(r.running and r.phase == "bo" for r in self.records)):
+        if self.intensification_done or self.hyperparameters is None or any(
+                r.running and r.phase == "bo" for r in self.records):
             return None
         raw_left = self._raw_budget_left()
         if raw_left is not None and raw_left <= 0:
+            return None
+        # The reserve starts intensification; once started it may use whatever budget is left (no round can).
+        if self._reserve_left() <= 0 and not self.intensifying:
             return None
         record = self._intensification_target()
         if record is None:  # every top configuration has k_max replicates: give the reserve back to rounds
@@ -428,11 +432,12 @@ class Engine:
         return self._launch(record, slot)
 
     def _intensification_target(self) -> ConfigRecord | None:
-        evaluated = [r for r in self.records if self._has_data(r)]
-        lcb = self.risk_model().lcb_mv(self._x_tensor(evaluated), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
-        top = [evaluated[i] for i in torch.argsort(lcb, descending=True)[:_INTENSIFY_TOP].tolist()]
-        open_ = [r for r in top if len(r.slots) < self.settings.k_max]
-        return min(open_, key=lambda r: len(r.slots)) if open_ else None
+        open_ = [r for r in self.records if self._has_data(r) and len(r.slots) < self.settings.k_max]
+        if not open_:
+            return None
+        lcb = self.risk_model().lcb_mv(self._x_tensor(open_), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
+        top = [open_[i] for i in torch.argsort(lcb, descending=True)[:_INTENSIFY_TOP].tolist()]
+        return min(top, key=lambda r: len(r.slots))
 
     # ------------------------------------------------------------------ launching
     def _launch_order(self) -> list[ConfigRecord]:

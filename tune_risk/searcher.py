@@ -50,8 +50,9 @@ _MAX_ALPHA = 1e6
 # EngineSettings fields that RiskAwareSearch sets from its own arguments (or must not be given twice).
 _OWN_FIELDS = frozenset({
     "method", "alpha", "k_min", "k_max", "k_init", "beta", "beta_stop", "beta_stop_schedule", "n_initial",
-    "lengthscale", "seed", "common_random_numbers", "budget", "max_active_configs",
+    "lengthscale", "seed", "common_random_numbers", "budget", "max_active_configs", "intensify",
 })
+_MAX_INTENSIFY_FRACTION = 0.5
 _ITERATION = "training_iteration"
 _RENAMED = {"seed": "random_state_seed"}  # EngineSettings names that RiskAwareSearch spells differently
 
@@ -88,6 +89,11 @@ class RiskAwareSearch(Searcher):
         budget: replicate-run budget when Tune does not pass ``num_samples`` (space given here).
         config_id_key: config key that receives the configuration's id (the same for all its
             replicates, so Tune's loggers, TensorBoard, W&B or MLflow can group them); ``None``: none.
+        intensify: the end of the budget re-evaluates the three configurations with the highest
+            ``LCB^MV`` (incumbent intensification, ``EngineSettings.intensify``): a fraction of the
+            budget (float in ``[0, 0.5]``, default 0.1) or a number of runs (int); 0 turns it off.
+            Measured on the shipped tables with ``k_init = 2`` (this searcher's default): the
+            recommended configuration's regret halves (README, "A recommendation worth deploying").
         warp: a pre-fitted output warp (e.g. pooled over an offline table); default: fitted on the
             initial design and frozen.
         **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``,
@@ -120,6 +126,7 @@ class RiskAwareSearch(Searcher):
         budget: int | None = None,
         warp: FrozenWarp | None = None,
         config_id_key: str | None = "config_id",
+        intensify: float | int = 0.1,
         **engine_options: Any,
     ) -> None:
         if mode is not None and mode not in _MODES:
@@ -144,7 +151,9 @@ class RiskAwareSearch(Searcher):
                 f"{len(points_to_evaluate)} points_to_evaluate"
             )
         _check_arguments(candidates, points_to_evaluate, evaluated_rewards, max_active_configs, budget, warp)
+        _check_intensify(intensify)
         super().__init__(metric=metric, mode=mode)
+        self._intensify = intensify
         self._seed_key = seed_key
         self._config_id_key = config_id_key
         self._seen_iteration: dict[str, Any] = {}  # trial id -> last training_iteration seen in on_trial_result
@@ -328,7 +337,8 @@ class RiskAwareSearch(Searcher):
     def _build_engine(self) -> Engine:
         settings = self._settings
         active = self._max_active_configs or max(1, math.ceil((self._max_concurrent or 2 * settings.k_min) / settings.k_min))
-        settings = EngineSettings(**{**settings.to_dict(), "budget": self._budget, "max_active_configs": active})
+        settings = EngineSettings(**{**settings.to_dict(), "budget": self._budget, "max_active_configs": active,
+                                     "intensify": self._intensify_runs()})
         codec = self._codec
         pool = None if self._candidates is None else np.stack([codec.encode(c) for c in self._candidates])
         points, values = self._initial_points()
@@ -336,6 +346,14 @@ class RiskAwareSearch(Searcher):
             settings, dim=None if pool is not None else codec.space.dim, pool=pool, warp=self._warp,
             initial_points=points, initial_values=values,
         )
+
+    def _intensify_runs(self) -> int:
+        """Runs reserved for intensification: ``intensify`` runs, or that fraction of the budget (0 unbounded)."""
+        if self._budget is None:
+            return 0
+        if isinstance(self._intensify, float):
+            return int(round(self._intensify * self._budget))
+        return min(int(self._intensify), self._budget - 1)
 
     def _initial_points(self) -> tuple[np.ndarray | None, list[list[float]] | None]:
         if not self._points_to_evaluate:
@@ -428,6 +446,19 @@ def _check_arguments(candidates: Any, points_to_evaluate: Any, evaluated_rewards
         for value in reward if isinstance(reward, list | tuple | np.ndarray) else [reward]:
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise ValueError(f"evaluated_rewards[{i}] must hold finite numbers, got {reward!r}")
+
+
+def _check_intensify(intensify: Any) -> None:
+    if isinstance(intensify, bool) or not isinstance(intensify, numbers.Real):
+        raise ValueError(f"RiskAwareSearch: intensify must be a fraction of the budget or a run count, got {intensify!r}")
+    if isinstance(intensify, numbers.Integral):
+        if intensify < 0:
+            raise ValueError(f"RiskAwareSearch: intensify must be >= 0 runs, got intensify={intensify!r}")
+    elif not 0.0 <= intensify <= _MAX_INTENSIFY_FRACTION:
+        raise ValueError(
+            f"RiskAwareSearch: intensify as a fraction of the budget must be in [0, {_MAX_INTENSIFY_FRACTION}], "
+            f"got intensify={intensify!r}"
+        )
 
 
 def _is_number(value: Any) -> bool:
