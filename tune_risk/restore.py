@@ -138,11 +138,55 @@ def read_search_gen_state(blob: bytes) -> tuple[int, set[str] | None]:
     Layout: a cloudpickled dict (``SearchGenerator.get_state``) with ``counter`` and, for each search
     wrapper, ``"name:<Class>"`` -> its state (``ConcurrencyLimiter``: ``live_trials``).
     """
-    import ray.cloudpickle as cloudpickle
-
-    state = cloudpickle.loads(blob)
+    state = load_pickle(blob)
     limiter = state.get("name:ConcurrencyLimiter")
     return int(state["counter"]), None if limiter is None else set(limiter["live_trials"])
+
+
+class Opaque:
+    """Stands for any object of a snapshot file (see ``load_pickle``): records its class and state."""
+
+    origin: tuple[str, str] = ("", "")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.state, self.items = args, None, []
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Opaque:
+        instance = super().__new__(cls)
+        instance.args, instance.state, instance.items = args, None, []
+        return instance
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+    def append(self, item: Any) -> None:  # list and set subclasses, dict-like objects: kept, not interpreted
+        self.items.append(item)
+
+    add = append
+
+    def extend(self, items: Any) -> None:
+        self.items.extend(items)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.items.append((key, value))
+
+
+class _OpaqueUnpickler(pickle.Unpickler):
+    """Rebuilds plain containers and scalars; every class or function becomes an ``Opaque`` subclass."""
+
+    _safe = {("builtins", n) for n in ("set", "frozenset", "dict", "list", "tuple", "int", "float", "str", "bytes")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._safe:
+            return super().find_class(module, name)
+        return type(name, (Opaque,), {"origin": (module, name)})
+
+
+def load_pickle(blob: bytes) -> Any:
+    """Read a (cloud)pickled snapshot file without running any of its code: the checks need only plain
+    fields (counters, trial ids, the searcher's marks), and the objects around them (the trainable, a
+    custom storage filesystem, callbacks...) may need modules this process lacks. A torn file fails."""
+    return _OpaqueUnpickler(io.BytesIO(blob)).load()
 
 
 # ---------------------------------------------------------------------------------------------- restore points
@@ -265,11 +309,16 @@ class RestorePoints:
 
 
 def searcher_marks(state: Any) -> RestorePoints | None:
-    """The ``RestorePoints`` inside an unpickled searcher state (``RiskAwareSearch.get_state``), if any."""
-    if isinstance(state, dict):
-        for value in state.values():
-            if isinstance(value, RestorePoints):
-                return value
+    """The ``RestorePoints`` inside a searcher state (``RiskAwareSearch.get_state``, unpickled or read by
+    ``load_pickle``), if any."""
+    origin = (RestorePoints.__module__, RestorePoints.__qualname__)
+    for value in state.values() if isinstance(state, dict) else ():
+        if isinstance(value, RestorePoints):
+            return value
+        if isinstance(value, Opaque) and value.origin == origin and isinstance(value.state, dict):
+            marks = RestorePoints()
+            marks.__setstate__(value.state)
+            return marks
     return None
 
 
@@ -290,7 +339,7 @@ def check_snapshot(snapshot: Snapshot) -> list[str]:
     if session != snapshot.session:
         problems.append(f"{names.experiment} belongs to session {session}")
     try:
-        marks = searcher_marks(pickle.loads(snapshot.files[names.searcher]))
+        marks = searcher_marks(load_pickle(snapshot.files[names.searcher]))
     except Exception as error:
         return [*problems, f"{names.searcher} does not load ({type(error).__name__}: {str(error)[:80]})"]
     if marks is None or marks.experiment_digest is None:

@@ -224,6 +224,41 @@ def test_restore_tuner_continues_a_torn_experiment(real_run, experiment):
     assert len(results) == searcher.engine.counts()["runs_launched"]
 
 
+# ---------------------------------------------------------------------------------------------- reading pickles
+CALLS: list[str] = []
+
+
+def record_call(what: str) -> str:
+    CALLS.append(what)
+    return what
+
+
+class Elsewhere:
+    """Pickles as a call of ``record_call``: loading it runs code."""
+
+    def __reduce__(self):
+        return record_call, ("ran",)
+
+
+def test_snapshot_pickles_are_read_without_running_or_importing_anything():
+    """Tune's wrapper state holds the trainable, the storage filesystem, callbacks: their modules may be
+    missing where the repair runs, and the repair must not run their code (it did: a custom storage
+    filesystem whose module was not importable made every snapshot look torn)."""
+    blob = pickle.dumps({"counter": 3, "name:ConcurrencyLimiter": {"live_trials": {"a", "b"}}, "fs": Elsewhere()})
+    renamed = blob.replace(b"test_restore_points", b"no_such_module_xyz_")  # same length: a valid pickle
+    with pytest.raises(ModuleNotFoundError):
+        pickle.loads(renamed)
+    CALLS.clear()
+    assert read_search_gen_state(renamed) == (3, {"a", "b"}) and CALLS == []
+    state = rp.load_pickle(renamed)
+    assert state["fs"].origin == ("no_such_module_xyz_", "record_call")
+    with pytest.raises((pickle.UnpicklingError, EOFError)):
+        rp.load_pickle(blob[:-5])  # a torn file still fails
+    marks = RestorePoints()
+    marks.__setstate__({"session": "s", "seq": 4, "experiment_digest": "d"})
+    assert searcher_marks(rp.load_pickle(pickle.dumps({"_restore_points": marks, "x": 1}))) == marks
+
+
 # ---------------------------------------------------------------------------------------------- the writer
 def stage(directory: Path, session: str, **files: bytes) -> None:
     names = tune_files(session)
