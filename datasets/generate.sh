@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Regenerate (or resume) the shipped tables, one after the other, pinned to one CPU core.
+# Generate (or resume) every shipped table, one after the other, pinned to one CPU core.
 # Usage: nohup datasets/generate.sh [core] > /tmp/gen_all.log 2>&1 &
-# Each table logs to /tmp/gen_<name>.log; a rerun skips configurations already in datasets/_parts/.
+# Each table logs to /tmp/gen_<name>.log; a rerun skips configurations already in datasets/_parts/, so the
+# same command resumes after an interruption (a session's end). Commit datasets/_parts as parts finish.
+# Order: the new tasks first (SAC, DQN to 512), then the brax task and the PPO extensions to 512.
 set -u
 cd "$(dirname "$0")/.."
 CORE="${1:-1}"
@@ -15,6 +17,12 @@ run() {  # run <name> <generate args...>
   echo "$(date -Is) end $name (exit $?)"
 }
 
-run ppo_cartpole --algo ppo --env CartPole-v1 --configs 128 --seeds 50 --steps 100000
-run ppo_acrobot --algo ppo --env Acrobot-v1 --configs 128 --seeds 50 --steps 100000
-run dqn_cartpole --algo dqn --env CartPole-v1 --configs 128 --seeds 50 --steps 100000
+# 128 x 50, 10k steps, 64-64 networks and a Polyak target update every step (rl_tasks/README.md says why).
+run sac_pendulum --algo sac --env Pendulum-v1 --configs 128 --seeds 50 --steps 10000 \
+  --fixed hidden_size=64 --fixed target_update_interval=1
+# The three original tables, extended from 128 to 512 configurations (the same Sobol sequence continued:
+# the first 128 configurations and their parts are unchanged).
+run dqn_cartpole --algo dqn --env CartPole-v1 --configs 512 --seeds 50 --steps 100000
+run ppo_brax_fast --algo ppo --env brax/fast --configs 128 --seeds 50 --steps 100000
+run ppo_acrobot --algo ppo --env Acrobot-v1 --configs 512 --seeds 50 --steps 100000
+run ppo_cartpole --algo ppo --env CartPole-v1 --configs 512 --seeds 50 --steps 100000

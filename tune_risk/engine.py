@@ -69,6 +69,7 @@ from tune_risk.warping import FrozenWarp, fit_warp
 
 logger = logging.getLogger(__name__)
 
+_INTENSIFY_TOP = 3  # incumbent and two challengers (by LCB^MV) share the reserved runs
 _SEED_MASK = 0x7FFFFFFF
 
 
@@ -118,6 +119,9 @@ class Engine:
         self.rounds = 0
         self.initial_points_drawn = 0
         self.compute_spent = 0.0
+        self.intensifying = False  # True once the reserved intensification runs have started
+        self.intensification_runs = 0
+        self.intensification_done = False  # the reserve was spent, or given back to BO rounds
         self._row_cache: dict[tuple[int, int], tuple] = {}  # derived; not part of the state
         self._start_initial_design(initial_points, initial_values)
 
@@ -138,6 +142,11 @@ class Engine:
                 return DONE
             self._fit_after_initial_design()
         if self._can_start_round():
+            return self._launch_queued(self._start_round())  # type: ignore[return-value]
+        replicate = self._intensify()
+        if replicate is not None:
+            return replicate
+        if self._can_start_round():  # the top configurations were all at k_max: the reserve went back to rounds
             return self._launch_queued(self._start_round())  # type: ignore[return-value]
         if any(r.running for r in self.records) or self.in_flight_runs():
             return WAIT
@@ -189,6 +198,36 @@ class Engine:
         elif run.status is RunStatus.IN_FLIGHT:
             raise ValueError(f"run {run_id} was not marked for cancellation; report its result with tell()")
 
+    def tell_censored(self, run_id: int, cost: float = 1.0) -> None:
+        """Run ``run_id`` was stopped before it finished by someone other than the engine.
+
+        An early-stopping scheduler (ASHA, HyperBand, median stopping) or a ``stop`` criterion ended
+        it: its last value is an intermediate one, selected by the very rule that stopped it, so it
+        is never an observation. The run is charged like any launched run (``compute_spent`` and,
+        with ``budget_unit="runs"``, one run of the budget). The stopper judged the configuration not
+        worth more seeds, so it stops sampling with status ``"stopped"``; replicates it already
+        incorporated stay data. An initial-design configuration is replaced, as after failures.
+        """
+        run = self._run(run_id)
+        if run.status is RunStatus.CANCEL_REQUESTED:
+            self.tell_cancelled(run_id, cost)
+            return
+        if run.status is not RunStatus.IN_FLIGHT:
+            logger.warning("ignoring a censoring of run %d (status %s)", run_id, run.status.value)
+            return
+        run.status, run.cost = RunStatus.CENSORED, float(cost)
+        self.compute_spent += run.cost
+        record = self.records[run.config_id]
+        slot = record.slots[run.replicate_index]
+        slot.state, slot.run_id = SlotState.QUEUED, None
+        if not record.running:  # append mode: later replicates cannot be appended past this gap
+            self._truncate(record, run.replicate_index)
+            return
+        self._finish(record, "stopped")
+        self._after_stop(record)
+        if record.phase == "initial" and not (self.pool is not None and self._used_pool_rows().all()):
+            self._add_initial_config()
+
     def in_flight_runs(self) -> list[int]:
         """Run ids launched and not yet resolved (results or cancellation acknowledgements due)."""
         active = (RunStatus.IN_FLIGHT, RunStatus.CANCEL_REQUESTED)
@@ -214,6 +253,7 @@ class Engine:
             "runs_cancelled": by_status[RunStatus.CANCELLED] + by_status[RunStatus.DISCARDED]
             + by_status[RunStatus.CANCEL_REQUESTED],
             "runs_failed": by_status[RunStatus.FAILED],
+            "runs_censored": by_status[RunStatus.CENSORED],
             "runs_in_flight": by_status[RunStatus.IN_FLIGHT],
             "compute_spent": self.compute_spent,
             "rounds": self.rounds,
@@ -314,6 +354,8 @@ class Engine:
 
     # ------------------------------------------------------------------ rounds
     def _can_start_round(self) -> bool:
+        if self.intensifying:
+            return False
         active = sum(r.running for r in self.records)
         if active >= self.settings.max_active_configs:
             return False
@@ -357,6 +399,45 @@ class Engine:
         settings = self.settings
         tau = 0.0 if settings.budget is None else self._charged_completed() / settings.budget
         return settings.kappa(settings.beta_stop * schedule_value(settings.beta_stop_schedule, tau, settings.schedule_param))
+
+    # ------------------------------------------------------------------ intensification
+    def _intensify(self) -> Replicate | None:
+        """Launch one reserved intensification replicate, or ``None`` (none reserved, or not yet, or nothing to do).
+
+        Incumbent intensification (``settings.intensify``), as SMAC's intensifier races its incumbent
+        against challengers on more seeds, here on the MV certificate: once no BO round can start and
+        none is running, each reserved run adds a replicate to the least-replicated of the three
+        configurations with the highest ``LCB^MV`` (kappa_acq, eq. 24) among those with fewer than
+        ``k_max`` replicates (an incumbent already at ``k_max`` is raced by its best challengers); the
+        recommendation stays argmax ``LCB^MV``. Only when every evaluated configuration has ``k_max``
+        replicates does the rest of the reserve go back to BO rounds.
+        """
+        if self.intensification_done or self.hyperparameters is None or any(
+                r.running and r.phase == "bo" for r in self.records):
+            return None
+        raw_left = self._raw_budget_left()
+        if raw_left is not None and raw_left <= 0:
+            return None
+        # The reserve starts intensification; once started it may use whatever budget is left (no round can).
+        if self._reserve_left() <= 0 and not self.intensifying:
+            return None
+        record = self._intensification_target()
+        if record is None:  # every top configuration has k_max replicates: give the reserve back to rounds
+            self.intensification_done, self.intensifying = True, False
+            return None
+        self.intensifying = True
+        self.intensification_runs += 1
+        slot = Slot(len(record.slots))
+        record.slots.append(slot)
+        return self._launch(record, slot)
+
+    def _intensification_target(self) -> ConfigRecord | None:
+        open_ = [r for r in self.records if self._has_data(r) and len(r.slots) < self.settings.k_max]
+        if not open_:
+            return None
+        lcb = self.risk_model().lcb_mv(self._x_tensor(open_), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
+        top = [open_[i] for i in torch.argsort(lcb, descending=True)[:_INTENSIFY_TOP].tolist()]
+        return min(top, key=lambda r: len(r.slots))
 
     # ------------------------------------------------------------------ launching
     def _launch_order(self) -> list[ConfigRecord]:
@@ -515,6 +596,16 @@ class Engine:
         return len(self.runs) - len(self.in_flight_runs())
 
     def _budget_left(self) -> int | None:
+        """Budget for BO rounds: not yet charged, reserved by in-flight runs or kept for intensification."""
+        left = self._raw_budget_left()
+        return None if left is None else left - self._reserve_left()
+
+    def _reserve_left(self) -> int:
+        if self.intensification_done:
+            return 0
+        return max(0, self.settings.intensify - self.intensification_runs)
+
+    def _raw_budget_left(self) -> int | None:
         """Budget not yet charged or reserved by in-flight runs (``None``: unbounded)."""
         if self.settings.budget is None:
             return None
@@ -601,6 +692,7 @@ class Engine:
             "k_max": f"reached k_max={self.settings.k_max}",
             "budget": "budget exhausted",
             "failed": f"{record.failures} failed runs",
+            "stopped": "a replicate was stopped early by the scheduler (censored)",
         }.get(record.status, "")
         logger.info(
             "config %d (round %d) finished: k=%d mean=%.4g var=%.4g MV=%.4g — %s (%s)",

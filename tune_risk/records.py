@@ -59,6 +59,7 @@ class RunStatus(enum.StrEnum):
     CANCEL_REQUESTED = "cancel_requested"
     CANCELLED = "cancelled"
     FAILED = "failed"
+    CENSORED = "censored"  # stopped early by someone else (e.g. ASHA): its last value is no observation
 
 
 @dataclass

@@ -1,10 +1,15 @@
 """Per-configuration summaries of an engine run (``RiskAwareSearch.results()``, replay logs).
 
-Columns: ``config_id``, ``phase``, ``round``, ``status`` (running, initial, certified, k_max,
-budget, failed), ``k`` (incorporated replicates), ``completed`` / ``cancelled`` / ``failed``
-replicate runs, ``mean`` and ``variance`` of the raw returns, ``mv`` = ``m - alpha s2`` on the
-warped scale, ``lcb_mv`` / ``ucb_mv`` under the current model with ``kappa_acq`` (eqs. 23-24), and
-the round's ``incumbent_lcb`` (``B_t``).
+Units are in the column names. ``metric_*`` columns are in the reported metric's own units (sample
+statistics of the final returns, sign as reported); ``warped_*`` columns are on the warped,
+maximised scale the engine optimises (``mode="min"`` metrics are negated before warping):
+``warped_mv = m - alpha s2`` of the processed returns and its model bounds ``warped_lcb_mv`` /
+``warped_ucb_mv`` under the current model with ``kappa_acq`` (eqs. 23-24), and the round's
+``warped_incumbent_lcb`` (``B_t``, eq. 10).
+
+Other columns: ``config_id``, ``phase`` (initial, bo), ``round``, ``status`` (running, done),
+``stop_reason`` (initial design, certified, k_max, budget, failed, stopped; empty while running),
+``k`` (incorporated replicates), ``completed`` / ``cancelled`` / ``censored`` / ``failed`` replicate runs.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ if TYPE_CHECKING:
     from tune_risk.engine import Engine
 
 _CANCELLED = (RunStatus.CANCELLED, RunStatus.CANCEL_REQUESTED, RunStatus.DISCARDED)
+_RUN_COLUMN = {
+    RunStatus.FAILED: "failed", RunStatus.CENSORED: "censored", RunStatus.USED: "completed",
+    RunStatus.BUFFERED: "completed", **{status: "cancelled" for status in _CANCELLED},
+}
+_STOP_REASON = {"initial": "initial design"}
 
 
 def config_rows(engine: Engine, sign: float = 1.0) -> list[dict[str, Any]]:
@@ -31,28 +41,33 @@ def config_rows(engine: Engine, sign: float = 1.0) -> list[dict[str, Any]]:
         X = torch.tensor([list(r.x) for r in engine.records], dtype=DTYPE)
         with torch.no_grad():
             bounds = model.bounds(X, engine.settings.kappa_acq)
-    per_config = {r.config_id: {"completed": 0, "cancelled": 0, "failed": 0} for r in engine.records}
+    per_config = {r.config_id: dict.fromkeys(("completed", "cancelled", "censored", "failed"), 0)
+                  for r in engine.records}
     for run in engine.runs.values():
-        key = "failed" if run.status is RunStatus.FAILED else "cancelled" if run.status in _CANCELLED else (
-            "completed" if run.status in (RunStatus.USED, RunStatus.BUFFERED) else None)
+        key = _RUN_COLUMN.get(run.status)
         if key:
             per_config[run.config_id][key] += 1
     rows = []
     for i, record in enumerate(engine.records):
         raw = np.asarray(record.incorporated_values(), dtype=np.float64) * sign
         stats = engine.statistics(record)
+        variance = float(raw.var(ddof=1)) if raw.size > 1 else float("nan")
         rows.append({
             "config_id": record.config_id,
             "phase": record.phase,
             "round": record.round,
-            "status": record.status,
+            "status": "running" if record.running else "done",
+            "stop_reason": "" if record.running else _STOP_REASON.get(record.status, record.status),
             "k": record.n_incorporated,
             **per_config[record.config_id],
-            "mean": float(raw.mean()) if raw.size else float("nan"),
-            "variance": float(raw.var(ddof=1)) if raw.size > 1 else float("nan"),
-            "mv": float("nan") if stats is None else stats[0] - engine.settings.alpha * stats[1],
-            "ucb_mv": float("nan") if bounds is None else float(bounds[0][i]),
-            "lcb_mv": float("nan") if bounds is None else float(bounds[1][i]),
-            "incumbent_lcb": record.incumbent_lcb,
+            "metric_mean": float(raw.mean()) if raw.size else float("nan"),
+            "metric_std": float(np.sqrt(variance)),
+            "metric_variance": variance,
+            "warped_mean": float("nan") if stats is None else stats[0],
+            "warped_variance": float("nan") if stats is None else stats[1],
+            "warped_mv": float("nan") if stats is None else stats[0] - engine.settings.alpha * stats[1],
+            "warped_ucb_mv": float("nan") if bounds is None else float(bounds[0][i]),
+            "warped_lcb_mv": float("nan") if bounds is None else float(bounds[1][i]),
+            "warped_incumbent_lcb": record.incumbent_lcb,
         })
     return rows

@@ -83,6 +83,10 @@ class EngineSettings:
             ``tune_risk.lengthscale`` (``"oscbo"``, ``"oscbo-l1"``, ``"a-gp-ucb"``, ``"lb-gp-ucb"``),
             which makes ``G_f`` Matérn-5/2 with mean 0 (OSCBO x ERAHBO, ALGORITHMS.md §3.10).
         pool_exclude_evaluated: exclude evaluated pool rows from the acquisition (A-10).
+        intensify: replicate runs reserved at the end of the budget for incumbent intensification:
+            once no BO round can start, they add replicates to the three configurations with the
+            highest ``LCB^MV`` (``Engine._intensify``); 0 (the default, chosen from
+            ``experiments/intensification.py``) turns it off. Needs a ``budget``.
         num_restarts / raw_samples: ``optimize_acqf`` settings on the continuous cube.
         seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).
         torch_threads: torch threads for the engine's GP algebra (0: torch's own setting); see
@@ -118,6 +122,7 @@ class EngineSettings:
     max_failures_per_config: int = 2
     common_random_numbers: bool = False
     lengthscale: str = "mll"
+    intensify: int = 0
     num_restarts: int = 4
     raw_samples: int = 1000
     seed: int = 0
@@ -150,6 +155,11 @@ class EngineSettings:
         _check_int("window", self.window, minimum=1)
         _check_int("max_active_configs", self.max_active_configs, minimum=1)
         _check_int("max_failures_per_config", self.max_failures_per_config, minimum=0)
+        _check_int("intensify", self.intensify, minimum=0)
+        if self.intensify and self.budget is None:
+            raise ValueError(f"intensify={self.intensify} reserves runs at the end of the budget; it needs a budget")
+        if self.intensify and self.budget is not None and self.intensify >= self.budget:
+            raise ValueError(f"intensify={self.intensify} must be smaller than budget={self.budget}")
         _check_int("num_restarts", self.num_restarts, minimum=1)
         _check_int("raw_samples", self.raw_samples, minimum=1)
         _check_int("seed", self.seed, minimum=0)

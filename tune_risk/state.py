@@ -40,6 +40,9 @@ def engine_state(engine: Engine) -> dict[str, Any]:
         "rounds": engine.rounds,
         "initial_points_drawn": engine.initial_points_drawn,
         "compute_spent": engine.compute_spent,
+        "intensifying": engine.intensifying,
+        "intensification_runs": engine.intensification_runs,
+        "intensification_done": engine.intensification_done,
         "lengthscale": None if engine.lengthscale_adapter is None else engine.lengthscale_adapter.state_dict(),
     }
 
@@ -68,6 +71,9 @@ def engine_from_state(cls: type[Engine], state: dict[str, Any]) -> Engine:
     engine.rounds = state["rounds"]
     engine.initial_points_drawn = state["initial_points_drawn"]
     engine.compute_spent = state["compute_spent"]
+    engine.intensifying = state.get("intensifying", False)  # absent before intensification existed
+    engine.intensification_runs = state.get("intensification_runs", 0)
+    engine.intensification_done = state.get("intensification_done", False)
     engine.lengthscale_adapter = EngineLengthscale.from_state_dict(state.get("lengthscale"))
     return engine
 

@@ -64,7 +64,7 @@ def main(out: Path) -> None:
         "worker_nodes": sorted({n.node_id for n in workers}),
         "nodes_used": sorted(set(Path(nodes_file).read_text().split())),
         "counts": searcher.engine.counts(),
-        "statuses": table.status.tolist(),
+        "statuses": table.stop_reason.tolist(),
         "cancelled": int(table.cancelled.sum()),
     }
     (out / "result.json").write_text(json.dumps(result))

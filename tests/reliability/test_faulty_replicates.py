@@ -89,7 +89,7 @@ def test_faulty_replicates_complete_and_are_accounted(ray_session, tmp_path, mon
         assert all(math.isfinite(v) for v in values)
         seeds = [engine.runs[s.run_id].seed_index for s in record.slots[: record.n_incorporated]]
         assert values == [float(table.returns[record.pool_index, s % 8]) for s in seeds]  # final, not intermediate
-    assert searcher.best_config is not None and np.isfinite(frame.loc[frame.k >= 2, "mean"]).all()
+    assert searcher.best_config is not None and np.isfinite(frame.loc[frame.k >= 2, "metric_mean"]).all()
     FIGURES.update(trials=NUM_SAMPLES, injected={k: injected[k] for k in FAULT_KINDS},
-                   failed_runs=counts["runs_failed"], failed_configs=int((frame.status == "failed").sum()))
+                   failed_runs=counts["runs_failed"], failed_configs=int((frame.stop_reason == "failed").sum()))
     print("faulty replicates:", FIGURES)

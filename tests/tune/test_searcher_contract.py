@@ -93,7 +93,8 @@ def test_points_to_evaluate_open_the_initial_design():
     searcher = make(points_to_evaluate=points)
     first, second = searcher.suggest("a"), searcher.suggest("b")
     for config in (first, second):
-        assert {k: v for k, v in config.items() if k != "seed"} == points[0]
+        assert {k: v for k, v in config.items() if k not in ("seed", "config_id")} == points[0]
+        assert config["config_id"] == 0
     assert first["seed"] != second["seed"]
 
 
@@ -106,7 +107,7 @@ def test_evaluated_rewards_fill_replicates_without_trials():
     assert 0.25 not in xs  # fully evaluated by its two rewards
     assert xs.count(0.75) == 1  # one given reward, one replicate to run
     table = searcher.results()
-    assert table.loc[0, "k"] == 2 and table.loc[0, "completed"] == 0 and table.loc[0, "mean"] == pytest.approx(1.1)
+    assert table.loc[0, "k"] == 2 and table.loc[0, "completed"] == 0 and table.loc[0, "metric_mean"] == pytest.approx(1.1)
 
 
 def test_nan_inf_error_and_missing_metric_are_failed_replicates():
@@ -141,7 +142,7 @@ def test_mode_min_negates_observations():
     drive(searcher, 6, value=lambda c: 3.0 + c["x"])
     record = searcher.engine.records[0]
     assert all(v < 0 for v in record.incorporated_values())
-    assert searcher.results().loc[0, "mean"] > 0  # reported in the metric's own units
+    assert searcher.results().loc[0, "metric_mean"] > 0  # reported in the metric's own units
 
 
 def test_missing_space_and_metric_raise_rays_messages():

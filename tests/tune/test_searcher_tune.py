@@ -44,7 +44,7 @@ def test_certified_configs_have_pending_dropped_and_running_stopped(ray_session,
     results = run_tuner(searcher, make_noisy_trainable(iterations=5, sleep=0.05), tmp_path, num_samples=40)
     engine = searcher.engine
     table = searcher.results()
-    certified = table[(table.status == "certified") & (table.cancelled > 0)]
+    certified = table[(table.stop_reason == "certified") & (table.cancelled > 0)]
     assert len(certified) >= 1, table
     assert (certified.k == 2).any()  # certified after k_min replicates
     trials = {r.metrics["trial_id"]: r for r in results if r.metrics}
@@ -125,7 +125,7 @@ def test_mode_min_minimises(ray_session, tmp_path):
     table = searcher.results()
     best = searcher.best_config
     assert best["opt"] == "a"  # the +1 bonus, i.e. the lower loss
-    assert table.loc[table["config/opt"] == "a", "mean"].mean() < table.loc[table["config/opt"] == "b", "mean"].mean()
+    assert table.loc[table["config/opt"] == "a", "metric_mean"].mean() < table.loc[table["config/opt"] == "b", "metric_mean"].mean()
 
 
 def test_concurrency_limiter_wrapping_and_restore_after_sigusr1(ray_session, tmp_path):

@@ -200,7 +200,8 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
                if k not in ("method", "alpha", "k_min", "k_max", "beta", "beta_stop", "beta_stop_schedule",
                             "n_initial", "lengthscale", "seed", "k_init", "common_random_numbers", "budget", "warp")}
     searcher = RiskAwareSearch(
-        space, metric="return", mode="max", method=settings.method, alpha=settings.alpha, k_min=settings.k_min,
+        space, metric="return", mode="max", method=settings.method, alpha=settings.alpha,
+        k_min=settings.k_min if settings.method == "erahbo" else None,  # fixed-k methods take k = k_max
         k_max=settings.k_max, beta=settings.beta, beta_stop=settings.beta_stop,
         beta_stop_schedule=settings.beta_stop_schedule, n_initial=settings.n_initial,
         random_state_seed=repeat, k_init=settings.replicates_initial, common_random_numbers=True,
