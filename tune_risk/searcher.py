@@ -39,6 +39,7 @@ from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searc
 from tune_risk.engine import Engine
 from tune_risk.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.reporting import config_rows
+from tune_risk.restore import RestorePoints
 from tune_risk.settings import METHODS, EngineSettings
 from tune_risk.tune_space import TuneSpaceCodec, copy_dicts
 from tune_risk.warping import FrozenWarp
@@ -169,6 +170,7 @@ class RiskAwareSearch(Searcher):
         self._engine: Engine | None = None
         self._trial_to_run: dict[str, int] = {}
         self._run_to_trial: dict[int, str] = {}
+        self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.restore)
         if space:
             self._codec = TuneSpaceCodec.from_param_space(self._check_space(space))
 
@@ -303,6 +305,13 @@ class RiskAwareSearch(Searcher):
         return self._engine
 
     # ------------------------------------------------------------------ persistence (Ray style)
+    def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
+        """Tune's snapshot of the searcher, marked with its trial list's digest; first writes the previous
+        snapshot as a restore point (``tune_risk.restore``: ``restore_tuner`` repairs a torn snapshot)."""
+        self.__dict__.setdefault("_restore_points", RestorePoints())  # states pickled before restore points
+        self._restore_points.before_searcher_save(checkpoint_dir, session_str)
+        super().save_to_dir(checkpoint_dir, session_str)
+
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as file:
             pickle.dump(self.get_state(), file)

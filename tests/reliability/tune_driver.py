@@ -5,7 +5,10 @@
 
 ``fresh`` starts the run (``RiskAwareSearch`` with the table's rows as ``candidates`` +
 ``ReplicateScheduler``, the trainable reading the table, ``storage_path=DIR``); ``restore`` continues
-it with ``tune.Tuner.restore(DIR/NAME, trainable=...)``. Every finished trial (complete or error) is
+it with ``tune_risk.restore.restore_tuner(DIR/NAME, trainable=...)`` (``--restore-with ray``: plain
+``tune.Tuner.restore``) and appends its repair report to ``--log``'s ``.repairs`` file. With
+``--tear-control C`` Tune's storage filesystem is ``tear_fs``'s, which the test arms through ``C`` to
+stop a snapshot copy half-way (a kill inside the copy window). Every finished trial (complete or error) is
 appended by a Tune callback to ``--log`` as one JSON line *after* the searcher has seen it, so a
 line in the log is a replicate the driver had completed when it was killed. When ``fit()`` returns,
 the searcher's final state is written to ``--out`` (JSON).
@@ -24,10 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "0"  # result.json: the ResultGrid lists every trial
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
+STARTED = time.monotonic()
 NAME = "replay"
 METHOD = "erahbo"
 OVERRIDES = {"k_max": 6, "k_init": 2, "n_initial": 3}  # a small run: ~30 trials
@@ -44,6 +50,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=0, help="replay repetition (its seed)")
     parser.add_argument("--workers", type=int, default=2, help="trials at once (max_concurrent_trials)")
     parser.add_argument("--trial-sleep", type=float, default=0.0, help="seconds each trial sleeps")
+    parser.add_argument("--tear-control", type=Path, default=None, help="control directory of tear_fs")
+    parser.add_argument("--restore-with", choices=("tune_risk", "ray"), default="tune_risk",
+                        help="restore_tuner (repairs a torn snapshot) or plain tune.Tuner.restore")
     return parser.parse_args(argv)
 
 
@@ -56,18 +65,23 @@ def make_task(table_path: Path):
 
 
 def make_trainable(task, repeat: int, sleep: float):
-    """The replay trainable (return of table row ``config["table_row"]`` for the replicate's seed)."""
-    from tune_risk.offline.replay import replay_trainable
+    """The replay trainable: the return of table row ``config["table_row"]`` for the replicate's seed, as
+    ``tune_risk.offline.replay.replay_trainable`` reports it, but defined here so that Ray pickles it by
+    value and its workers import neither tune_risk nor torch (they would take ~8 s more to start)."""
+    from tune_risk.offline.replay import ROW_KEY, seed_permutation
 
-    inner = replay_trainable(task, repeat)
-    if not sleep:
-        return inner
+    columns = np.stack([seed_permutation(repeat, row, task.n_seeds) for row in range(task.returns.shape[0])])
+    values = np.take_along_axis(task.returns, columns, axis=1)  # values[row, seed index]
 
     def trainable(config: dict) -> None:
         import time as _time
 
-        _time.sleep(sleep)
-        inner(config)
+        from ray import tune
+
+        if sleep:
+            _time.sleep(sleep)
+        row, seed_index = int(config[ROW_KEY]), int(config["seed"])
+        tune.report({"return": float(values[row, seed_index]), "table_seed": int(columns[row, seed_index])})
 
     return trainable
 
@@ -129,6 +143,30 @@ def make_searcher(table, task, budget: int, repeat: int):
     return searcher, settings.n_initial * settings.replicates_initial + 4 * budget
 
 
+def storage_filesystem(args: argparse.Namespace):
+    """``tear_fs``'s filesystem when the test wants to tear copies, else Tune's default (``None``)."""
+    if args.tear_control is None:
+        return None
+    from tear_fs import tearing_filesystem
+
+    return tearing_filesystem(args.tear_control, args.storage / NAME)
+
+
+def restore(args: argparse.Namespace, trainable):
+    """Continue the run: ``restore_tuner`` (its repair report appended to the log's ``.repairs`` file)
+    or, with ``--restore-with ray``, plain ``tune.Tuner.restore``."""
+    from ray import tune
+
+    path, fs = str(args.storage / NAME), storage_filesystem(args)
+    if args.restore_with == "ray":
+        return tune.Tuner.restore(path, trainable=trainable, storage_filesystem=fs)
+    from tune_risk.restore import repair_experiment, restore_tuner
+
+    report = repair_experiment(path, fs)  # restore_tuner repeats it: a no-op on a consistent snapshot
+    append_line(f"{args.log}.repairs", {**report.to_dict(), "pid": os.getpid()})
+    return restore_tuner(path, trainable=trainable, storage_filesystem=fs)
+
+
 def build_tuner(args: argparse.Namespace, task, table):
     from ray import tune
 
@@ -142,6 +180,7 @@ def build_tuner(args: argparse.Namespace, task, table):
             max_concurrent_trials=args.workers, reuse_actors=True,
         ),
         run_config=tune.RunConfig(storage_path=str(args.storage), name=NAME, verbose=0,
+                                  storage_filesystem=storage_filesystem(args),
                                   callbacks=[make_log_callback(str(args.log))]),
     )
 
@@ -164,21 +203,28 @@ def final_state(tuner, results) -> dict:
     }
 
 
+def phase(name: str) -> None:
+    """Print how long the driver has run (the console file shows where a slow driver spends its time)."""
+    print(f"[tune_driver] {name} after {time.monotonic() - STARTED:.1f} s", flush=True)
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
     import ray
-    from ray import tune
 
     table, task = make_task(args.table)
+    phase("imports")
     ray.init(address="local", num_cpus=max(2, args.workers), include_dashboard=False, log_to_driver=False,
              configure_logging=False, logging_level=logging.WARNING)
+    phase("ray.init")
     started = time.perf_counter()
     if args.mode == "fresh":
         tuner = build_tuner(args, task, table)
     else:
-        tuner = tune.Tuner.restore(str(args.storage / NAME), trainable=make_trainable(task, args.repeat,
-                                                                                       args.trial_sleep))
+        tuner = restore(args, make_trainable(task, args.repeat, args.trial_sleep))
+    phase("tuner ready")
     results = tuner.fit()
+    phase("fit")
     state = final_state(tuner, results)
     state["mode"], state["seconds"] = args.mode, time.perf_counter() - started
     tmp = args.out.with_suffix(".tmp")
