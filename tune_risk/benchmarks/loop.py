@@ -19,8 +19,10 @@ method           what is played in round t
 ``vanilla-bo``   BoTorch default SingleTaskGP (MAP), kappa = sqrt(2)   §4.7
 ===============  =================================================================
 
-Per round the loop logs the played lengthscale, the losses of eqs. 6-7 of the played band
-(coverage, width, ``V_t``), and the regrets. Observations are noiseless (O-18).
+Per round the loop logs the lengthscale played in that round, the losses of eqs. 6-7 of the played
+band with ``p = 2`` for every method (coverage, width, ``V_t``: comparable diagnostics), and the
+regrets. The OSCBO game itself is fed the losses with its own exponent ``p``, which enters both the
+FTPL and the OMD objectives (S5, S7). Observations are noiseless (O-18).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
 from tune_risk.benchmarks.tasks import Task
 from tune_risk.design import sobol_points
-from tune_risk.lengthscale.strategies import make_strategy
+from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy
 from tune_risk.models import DTYPE
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.gp import NOISE, standardize
@@ -144,6 +146,11 @@ class _Method:
             return fixed_gp_surrogate(data.X, data.y, self.strategy.propose(t, data), self.kappa)
         return self.band.surrogate(t, data.X, data.y)
 
+    @property
+    def feedback_p(self) -> int | None:
+        """The exponent of eq. 7 the method learns from: OSCBO's ``p`` (S5 and S7), ``None`` for the others."""
+        return self.strategy.game.config.p if isinstance(self.strategy, OSCBOStrategy) else None
+
     def observe(self, t: int, y_t: float, losses, key: int, data: GameData) -> None:
         if self.strategy is not None:
             self.strategy.observe(t, y_t, losses, key, data)
@@ -174,17 +181,20 @@ def run_bo(task: Task, method: str, seed: int, steps: int = 100, n_init: int = 1
         with torch.no_grad():
             mu, var = surrogate.predict(torch.as_tensor(x_t, dtype=DTYPE).unsqueeze(0))
         y_t = (f_t - y_mean) / y_std  # constants of D_{t-1} (O-15)
-        losses = round_losses(y_t, float(mu[0]), float(var[0]), NOISE, beta, p_diagnostic)
+        losses = round_losses(y_t, float(mu[0]), float(var[0]), NOISE, beta, p_diagnostic)  # logged only
+        p_game = handler.feedback_p
+        feedback = losses if p_game in (None, p_diagnostic) else round_losses(
+            y_t, float(mu[0]), float(var[0]), NOISE, beta, p_game)
         X.append([float(v) for v in x_t])
         values.append(f_t)
-        handler.observe(t, y_t, losses, len(X) - 1, _data(X, values))
+        handler.observe(t, y_t, feedback, len(X) - 1, _data(X, values))
         band = max(surrogate.kappa, 0.0) * math.sqrt(float(var[0]) + surrogate.noise)
         covered = abs(y_t - float(mu[0])) <= band
         covered_count += int(covered)
         width_sum += 2.0 * band
         V += losses.calibration
         V_plus += max(losses.calibration, 0.0)
-        theta = handler.strategy.theta if handler.strategy is not None else surrogate.theta
+        theta = surrogate.theta  # played in round t (a strategy's own theta has moved on to theta_t)
         rounds.append({
             "t": t, "value": f_t, "theta": None if theta is None else list(theta), "kappa": surrogate.kappa,
             "calibration": losses.calibration, "sharpness": losses.sharpness, "covered": covered,
@@ -205,6 +215,5 @@ def _extra(handler: _Method, surrogate: Surrogate) -> dict[str, Any]:
     strategy = handler.strategy
     if strategy is not None and getattr(strategy, "game", None) is not None:
         last = strategy.game.diagnostics[-1]
-        extra.update({"lambda": last["lambda"], "phase": last["phase"], "theta_next": last["theta_next"],
-                      "oscbo_V": last["V"]})
+        extra.update({"lambda": last["lambda"], "phase": last["phase"], "oscbo_V": last["V"]})
     return extra
