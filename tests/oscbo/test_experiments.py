@@ -98,3 +98,24 @@ def test_parallel_workers_give_the_same_runs(tmp_path):
 
     serial, parallel = runs("serial"), runs("parallel")
     assert len(serial) == 4 and parallel == serial
+
+
+def test_summary_states_ocbo_multiplier_and_the_targets():
+    module = load_script()
+    ranks = pd.DataFrame({"method": ["ocbo", "oscbo", "oscbo-l1", "gp-ucb-mll"], "rank_simple": [4.0, 1.0, 2.0, 3.0],
+                          "rank_simple_se": 0.0, "rank_cumulative": [1.0, 4.0, 2.0, 3.0], "rank_cumulative_se": 0.0})
+    data = {("levy5", "ocbo"): {"kappa": np.array([[0.2, 0.3], [0.3, 0.4]])},
+            ("hartmann3", "ocbo"): {"kappa": np.array([[0.6, 0.7]])}}
+    text = "\n".join(module.rank_section(ranks, data))
+    assert "its median κ is 0.30–0.65 across tasks, against √β = 1.41" in text and "That is why" in text
+    assert "That is why" not in "\n".join(module.rank_section(ranks.assign(rank_cumulative=[2.0, 4.0, 1.0, 3.0]), data))
+    frame = pd.DataFrame({"task": ["levy5", "levy5"], "method": ["oscbo", "gp-ucb-mll"], "simple_mean": [0.5, 0.3],
+                          "simple_se": [0.3, 0.4]})
+    assert "Holds, met on 1 of 1: levy5 0.5 ± 0.3 against 0.3 ± 0.4 (+0.4 s.e.)" in module.regret_target(frame, "oscbo")
+    assert "Fails, met on 0 of 1" in module.regret_target(frame.assign(simple_se=[0.1, 0.1]), "oscbo")
+    diagnostics = pd.DataFrame({"task": "levy5", "method": ["oscbo", "gp-ucb-mll"] * 2, "round": [50, 50, 100, 100],
+                                "theta": [0.72, 0.70, 0.5, 0.7]})
+    line = module.lengthscale_target(diagnostics, "oscbo")
+    assert line.endswith("Fails: t = 50: 0.72 against 0.7 (+3%); t = 100: 0.5 against 0.7 (-29%).")
+    pattern = module.p_pattern(ranks, diagnostics)
+    assert "Holds: cumulative 2.00 against 4.00, simple 2.00 against 1.00" in pattern
