@@ -35,6 +35,8 @@ LATE_RESULTS = ("discard", "append")
 BUDGET_UNITS = ("samples", "runs")
 WARP_MODES = ("online", "none")
 LENGTHSCALES = ("mll", "oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb")
+OSCBO_FORMS = ("prefix", "literal")
+OSCBO_OMEGA = 0.001  # OMD step size of Table S1
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,12 @@ class EngineSettings:
         lengthscale: the mean GP's lengthscale: ``"mll"`` (the MAP fit above) or a strategy of
             ``tune_risk.lengthscale`` (``"oscbo"``, ``"oscbo-l1"``, ``"a-gp-ucb"``, ``"lb-gp-ucb"``),
             which makes ``G_f`` Matérn-5/2 with mean 0 (OSCBO x ERAHBO, ALGORITHMS.md §3.10).
+        oscbo_lambda_init, oscbo_omega, oscbo_form: the OSCBO game's dual start ``lambda_1`` (``None``:
+            ``beta/log(1 + sigma^-2)`` averaged over the initial design's noise ``Sigma_hat``, at which the
+            p = 2 objective S5 is affine in the marginal likelihood; see ``tune_risk.oscbo.nlml_balanced_lambda``),
+            its OMD step size (Table S1's 0.001) and the role of the initial design in S5 (``"prefix"``:
+            conditioning only, O-2; ``"literal"``: rounds weighted ``lambda_1``). Only with
+            ``lengthscale="oscbo"`` or ``"oscbo-l1"``.
         pool_exclude_evaluated: exclude evaluated pool rows from the acquisition (A-10).
         intensify: replicate runs reserved at the end of the budget for incumbent intensification:
             once no BO round can start, they add replicates to the three configurations with the
@@ -123,6 +131,9 @@ class EngineSettings:
     common_random_numbers: bool = False
     lengthscale: str = "mll"
     intensify: int = 0
+    oscbo_lambda_init: float | None = None
+    oscbo_omega: float = OSCBO_OMEGA
+    oscbo_form: str = "prefix"
     num_restarts: int = 4
     raw_samples: int = 1000
     seed: int = 0
@@ -152,6 +163,7 @@ class EngineSettings:
             ("late_results", LATE_RESULTS), ("lengthscale", LENGTHSCALES),
         ):
             _check_choice(name, getattr(self, name), valid)
+        self._check_oscbo()
         _check_int("window", self.window, minimum=1)
         _check_int("max_active_configs", self.max_active_configs, minimum=1)
         _check_int("max_failures_per_config", self.max_failures_per_config, minimum=0)
@@ -178,6 +190,18 @@ class EngineSettings:
                     f"budget={self.budget} runs is smaller than the initial design "
                     f"(n_initial={self.n_initial} x k_init={self.replicates_initial} = {initial_runs})"
                 )
+
+    def _check_oscbo(self) -> None:
+        """The OSCBO game's options: valid values, and given only where an OSCBO game runs."""
+        if self.oscbo_lambda_init is not None:
+            _check_number("oscbo_lambda_init", self.oscbo_lambda_init, minimum=0.0, strict=True)
+        _check_number("oscbo_omega", self.oscbo_omega, minimum=0.0, strict=True)
+        _check_choice("oscbo_form", self.oscbo_form, OSCBO_FORMS)
+        changed = [name for name, default in (("oscbo_lambda_init", None), ("oscbo_omega", OSCBO_OMEGA),
+                                              ("oscbo_form", "prefix")) if getattr(self, name) != default]
+        if changed and self.lengthscale not in ("oscbo", "oscbo-l1"):
+            raise ValueError(f"{', '.join(changed)} set the OSCBO game, which runs only with lengthscale='oscbo' "
+                             f"or 'oscbo-l1', got lengthscale={self.lengthscale!r}")
 
     @classmethod
     def for_method(cls, method: str, **overrides: Any) -> EngineSettings:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from tune_risk.benchmarks import METHODS, TabularOracle, make_task, run_bo
 from tune_risk.benchmarks.tasks import TaskUnavailable
+from tune_risk.models import DTYPE
+from tune_risk.oscbo import NOISE, FixedGP, OSCBOConfig, calibration_loss, standardize
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"benchmark data directory {DATA_DIR} is absent")
@@ -118,3 +122,36 @@ def test_loop_is_deterministic_and_shares_d0():
     c = run_bo(task, "gp-ucb-mll", seed=1, steps=3, n_init=5)
     assert a.X == b.X and a.rounds == b.rounds
     assert a.X[:5] == c.X[:5]
+
+
+def test_oscbo_l1_dual_and_violation_use_p1_losses():
+    """p enters both S5 and S7: OSCBO-L1's lambda and V follow its own p = 1 losses, while the
+    logged calibration stays the p = 2 diagnostic of every method (issue #20)."""
+    omega, beta = 0.1, 2.0  # a large OMD step makes a p = 2 update visibly different
+    result = run_bo(make_task("hartmann3"), "oscbo-l1", seed=2, steps=6, n_init=5, beta=beta, omega=omega)
+    rounds = result.rounds
+    # eq. 7 with p = 2 is |z|^2/beta - 1, with p = 1 |z|/sqrt(beta) - 1 = sqrt(L^c_2 + 1) - 1
+    p1 = [math.sqrt(r["calibration"] + 1.0) - 1.0 for r in rounds]
+    lam = rounds[0]["lambda"]
+    for r, loss in zip(rounds[1:], p1[:-1], strict=True):
+        lam = min(lam * math.exp(omega * loss), 1.0 / OSCBOConfig().rho_tilde)  # S9/S10
+        assert r["lambda"] == pytest.approx(lam, rel=1e-12)
+    assert rounds[-1]["oscbo_V"] == pytest.approx(sum(p1), abs=1e-10)
+    assert rounds[-1]["V"] == pytest.approx(sum(r["calibration"] for r in rounds), abs=1e-10)
+
+
+@pytest.mark.parametrize("method", ["oscbo", "oscbo-l1", "gp-ucb-mll", "a-gp-ucb", "lb-gp-ucb"])
+def test_logged_lengthscale_is_the_one_played(method):
+    """Each round logs the lengthscale its GP was played with: it reproduces that round's logged loss."""
+    n_init, beta = 5, 2.0
+    result = run_bo(make_task("hartmann3"), method, seed=4, steps=4, n_init=n_init, beta=beta)
+    X = torch.as_tensor(result.X, dtype=DTYPE)
+    values = torch.as_tensor(result.values, dtype=DTYPE)
+    for t, r in enumerate(result.rounds, start=1):
+        n = n_init + t - 1
+        y, mean, std = standardize(values[:n])
+        mu, var = FixedGP(X[:n], y, r["theta"]).predict(X[n:n + 1])
+        expected = float(calibration_loss((float(values[n]) - mean) / std, float(mu), float(var), NOISE, beta, 2))
+        assert r["calibration"] == pytest.approx(expected, abs=1e-9)
+    mll = run_bo(make_task("hartmann3"), "gp-ucb-mll", seed=4, steps=1, n_init=n_init)
+    assert result.rounds[0]["theta"] == mll.rounds[0]["theta"]  # every strategy plays theta_0 (MLL on D_0) first

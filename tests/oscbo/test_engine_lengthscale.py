@@ -90,6 +90,34 @@ def test_restore_mid_run_continues_exactly():
     assert restored.state_dict() == full.state_dict()
 
 
+def test_oscbo_options_reach_the_game_and_the_default_lambda_balances_the_nlml():
+    engine = drive(Engine(settings("oscbo-l1", oscbo_lambda_init=0.7, oscbo_omega=0.05, oscbo_form="literal"),
+                          dim=2), stop_at_round=0)
+    game = engine.lengthscale_adapter.strategy.game
+    assert (game.config.lambda_init, game.config.omega, game.config.form, game.config.p) == (0.7, 0.05, "literal", 1)
+    assert game.lam == 0.7 and len(game.history) == engine.settings.n_initial  # literal: D_0 rows are rounds
+    default = drive(Engine(settings("oscbo"), dim=2), stop_at_round=0)
+    adapter = default.lengthscale_adapter
+    noise = adapter.game_data(default).noise  # Sigma_hat of the initial design, standardised units
+    expected = default.settings.kappa_acq ** 2 * float((1.0 / torch.log1p(1.0 / noise)).mean())
+    assert adapter.strategy.game.lam == pytest.approx(expected, rel=1e-12)
+    assert adapter.strategy.game.config.lambda_init is None and adapter.strategy.game.config.omega == 0.001
+
+
+def test_oscbo_options_are_validated():
+    with pytest.raises(ValueError, match="oscbo_omega set the OSCBO game, which runs only with"):
+        settings("mll", oscbo_omega=0.1)
+    with pytest.raises(ValueError, match=r"oscbo_lambda_init must be > 0, got oscbo_lambda_init=-1"):
+        settings("oscbo", oscbo_lambda_init=-1.0)
+    with pytest.raises(ValueError, match="unknown oscbo_form='bogus'"):
+        settings("oscbo", oscbo_form="bogus")
+    from tune_risk import RiskAwareSearch
+
+    RiskAwareSearch(lengthscale="oscbo", oscbo_lambda_init=1.0, oscbo_omega=0.1, oscbo_form="literal")
+    with pytest.raises(ValueError, match="RiskAwareSearch: oscbo_lambda_init set the OSCBO game"):
+        RiskAwareSearch(lengthscale="a-gp-ucb", oscbo_lambda_init=1.0)
+
+
 def test_unknown_lengthscale_is_rejected():
     with pytest.raises(ValueError, match="lengthscale"):
         EngineSettings(lengthscale="bogus")

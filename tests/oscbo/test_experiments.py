@@ -1,14 +1,16 @@
-"""The OSCBO benchmark script runs end to end at a tiny size and writes its table and figures."""
+"""The OSCBO benchmark script runs end to end at a tiny size, resumes from its run store, keeps runs of
+other OSCBO settings as sensitivity rows, and writes its table and figures."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tune_risk.benchmarks.store import RunStore, run_key
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "oscbo_benchmark.py"
 
@@ -32,30 +34,53 @@ def test_benchmark_script_tiny(tmp_path, capsys):
     assert set(frame.method) == {"oscbo", "a-gp-ucb"} and set(frame.task) == {"hartmann3"}
     assert (frame.seeds == 2).all() and (frame.simple_mean >= 0).all()
     for name in ("summary.md", "mean_ranks.csv", "diagnostics.csv", "fig2_simple_regret.png", "figS1_cumulative_regret.png",
-                 "figS3_diagnostics.png"):
+                 "figS3_diagnostics.png", "runs.parquet"):
         assert (out / name).is_file()
-    lines = (out / "runs.jsonl").read_text().splitlines()
+    assert not (out / "runs.journal.jsonl").exists()  # compacted at the end of the command
+    stored = (out / "runs.parquet").read_bytes()
+    runs = RunStore(out).load()
+    assert len(runs) == 4
     diagnostics = pd.read_csv(out / "diagnostics.csv")
     assert sorted(diagnostics["round"].unique()) == [1, 2] and len(diagnostics) == 4
-    runs = [json.loads(line) for line in lines if '"oscbo"' in line]
+    oscbo = [r for r in runs if r["method"] == "oscbo"]
+    assert all(r["settings"] == {"lambda_init": 2 / np.log(101), "omega": 0.001, "form": "prefix"} for r in oscbo)
     last = diagnostics[(diagnostics.method == "oscbo") & (diagnostics["round"] == 2)].iloc[0]
-    assert last.coverage == pytest.approx(np.median([r["rounds"][1]["coverage"] for r in runs]))
-    assert last.theta == pytest.approx(np.median([np.mean(r["rounds"][1]["theta"]) for r in runs]))
-    assert last.lambda_min == min(r["rounds"][1]["lambda"] for r in runs)
+    assert last.coverage == pytest.approx(np.median([r["rounds"][1]["coverage"] for r in oscbo]))
+    assert last.theta == pytest.approx(np.median([np.mean(r["rounds"][1]["theta"]) for r in oscbo]))
+    assert last.lambda_min == min(r["rounds"][1]["lambda"] for r in oscbo)
     assert diagnostics[diagnostics.method == "a-gp-ucb"].lambda_min.isna().all()  # no dual variable
     assert "θ / coverage / width at t=2" in (out / "summary.md").read_text()
-    module.main(args)  # resumes: no run is repeated
-    assert (out / "runs.jsonl").read_text().splitlines() == lines
+    module.main(args)  # resumes: no run is repeated, the store is untouched
+    assert (out / "runs.parquet").read_bytes() == stored
 
 
-def test_a_run_cut_off_mid_write_is_dropped_and_the_rest_kept(tmp_path, capsys):
+def test_other_oscbo_settings_are_kept_as_sensitivity_rows(tmp_path):
     module = load_script()
-    path = tmp_path / "runs.jsonl"
-    path.write_text('{"task": "hartmann3", "seed": 0}\n{"task": "hartmann3", "se')
-    runs = module.load_runs(path)
-    assert runs == [{"task": "hartmann3", "seed": 0}]
-    assert path.read_text() == '{"task": "hartmann3", "seed": 0}\n'  # the next append starts a fresh line
-    assert "incomplete last line" in capsys.readouterr().out
+    common = ["--tasks", "hartmann3", "--methods", "oscbo,gp-ucb-mll", "--seeds", "2", "--steps", "2", "--n-init", "4",
+              "--out", str(tmp_path)]
+    module.main([*common, "--lambda-init", "1", "--omega", "0.1"])
+    module.main(common)  # the default settings: runs OSCBO again, keeps the MLL runs
+    runs = RunStore(tmp_path).load()
+    assert len(runs) == 6 and len({run_key(r) for r in runs}) == 6
+    assert sorted(r["settings"].get("lambda_init", 0) for r in runs if r["method"] == "oscbo") == pytest.approx(
+        [2 / np.log(101)] * 2 + [1.0] * 2)
+    frame = pd.read_csv(tmp_path / "final_regret.csv")
+    assert list(frame.method) == ["oscbo", "gp-ucb-mll", "oscbo (λ₁=1, ω=0.1)"]
+    assert set(pd.read_csv(tmp_path / "mean_ranks.csv").method) == {"oscbo", "gp-ucb-mll"}  # variants not ranked
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Against the paper's findings" in summary
+    assert "* *oscbo: final simple regret within one s.e." in summary
+    assert "* *oscbo (λ₁=1, ω=0.1): final simple regret within one s.e." in summary
+    module.main([*common, "--summary-only", "--form", "literal"])  # nothing runs: 2 OSCBO runs reported missing
+    assert len(RunStore(tmp_path).load()) == 6
+
+
+def test_invalid_oscbo_options_are_refused(capsys):
+    module = load_script()
+    for flag, value in (("--lambda-init", "0"), ("--omega", "-0.1"), ("--lambda-init", "nan")):
+        with pytest.raises(SystemExit):
+            module.parse_args([flag, value])
+        assert f"{flag} must be a finite number > 0" in capsys.readouterr().err
 
 
 def test_parallel_workers_give_the_same_runs(tmp_path):
@@ -69,8 +94,28 @@ def test_parallel_workers_give_the_same_runs(tmp_path):
                    check=True, capture_output=True, timeout=600)
 
     def runs(name: str) -> dict:
-        rows = [json.loads(line) for line in (tmp_path / name / "runs.jsonl").read_text().splitlines()]
-        return {(r["method"], r["seed"]): r["values"] for r in rows}
+        return {(r["method"], r["seed"]): r["values"] for r in RunStore(tmp_path / name).load()}
 
     serial, parallel = runs("serial"), runs("parallel")
     assert len(serial) == 4 and parallel == serial
+
+
+def test_summary_states_ocbo_multiplier_and_the_targets():
+    module = load_script()
+    ranks = pd.DataFrame({"method": ["ocbo", "oscbo", "oscbo-l1", "gp-ucb-mll"], "rank_simple": [4.0, 1.0, 2.0, 3.0],
+                          "rank_simple_se": 0.0, "rank_cumulative": [1.0, 4.0, 2.0, 3.0], "rank_cumulative_se": 0.0})
+    data = {("levy5", "ocbo"): {"kappa": np.array([[0.2, 0.3], [0.3, 0.4]])},
+            ("hartmann3", "ocbo"): {"kappa": np.array([[0.6, 0.7]])}}
+    text = "\n".join(module.rank_section(ranks, data))
+    assert "its median κ is 0.30–0.65 across tasks, against √β = 1.41" in text and "That is why" in text
+    assert "That is why" not in "\n".join(module.rank_section(ranks.assign(rank_cumulative=[2.0, 4.0, 1.0, 3.0]), data))
+    frame = pd.DataFrame({"task": ["levy5", "levy5"], "method": ["oscbo", "gp-ucb-mll"], "simple_mean": [0.5, 0.3],
+                          "simple_se": [0.3, 0.4]})
+    assert "Holds, met on 1 of 1: levy5 0.5 ± 0.3 against 0.3 ± 0.4 (+0.4 s.e.)" in module.regret_target(frame, "oscbo")
+    assert "Fails, met on 0 of 1" in module.regret_target(frame.assign(simple_se=[0.1, 0.1]), "oscbo")
+    diagnostics = pd.DataFrame({"task": "levy5", "method": ["oscbo", "gp-ucb-mll"] * 2, "round": [50, 50, 100, 100],
+                                "theta": [0.72, 0.70, 0.5, 0.7]})
+    line = module.lengthscale_target(diagnostics, "oscbo")
+    assert line.endswith("Fails: t = 50: 0.72 against 0.7 (+3%); t = 100: 0.5 against 0.7 (-29%).")
+    pattern = module.p_pattern(ranks, diagnostics)
+    assert "Holds: cumulative 2.00 against 4.00, simple 2.00 against 1.00" in pattern

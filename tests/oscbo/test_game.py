@@ -13,7 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oscbo_helpers import make_data
 
-from tune_risk.oscbo import FixedGP, GameData, OSCBOConfig, OSCBOGame, omd_step, round_losses, threshold_M
+from tune_risk.oscbo import (
+    NOISE,
+    FixedGP,
+    GameData,
+    OSCBOConfig,
+    OSCBOGame,
+    negative_log_marginal_likelihood,
+    nlml_balanced_lambda,
+    omd_step,
+    round_losses,
+    threshold_M,
+)
 
 N0 = 5
 
@@ -54,10 +65,14 @@ def test_item23_constant_negative_feedback_decays_exponentially():
 
 
 def test_item26_threshold_values():
-    assert OSCBOConfig().threshold() == pytest.approx(7646.3, abs=0.05)
-    assert OSCBOConfig(T_for_rho=150).threshold() == pytest.approx(9998.5, abs=0.05)
-    assert OSCBOConfig(omega=0.1).threshold() == pytest.approx(3067.4, abs=0.05)
-    assert OSCBOConfig(ard=True).threshold(dim_theta=5) == pytest.approx(9658.9, abs=0.05)
+    one = dict(lambda_init=1.0)  # the table of ALGORITHMS.md §3.6 is for lambda_1 = 1
+    assert OSCBOConfig(**one).threshold() == pytest.approx(7646.3, abs=0.05)
+    assert OSCBOConfig(T_for_rho=150, **one).threshold() == pytest.approx(9998.5, abs=0.05)
+    assert OSCBOConfig(omega=0.1, **one).threshold() == pytest.approx(3067.4, abs=0.05)
+    assert OSCBOConfig(ard=True, **one).threshold(dim_theta=5) == pytest.approx(9658.9, abs=0.05)
+    # the default lambda_1 = 2/log(101) enters R^D_T: Lambda log(Lambda/lambda_1) grows, M with it
+    assert OSCBOConfig().threshold() == pytest.approx(14216.3, abs=0.05)
+    assert OSCBOConfig().threshold(lambda_init=1.0) == OSCBOConfig(**one).threshold()
     assert OSCBOConfig().rho_tilde == pytest.approx(0.3162, abs=1e-4)
     assert OSCBOConfig(M_override=3.0).threshold() == 3.0
     assert threshold_M(100, 0.5 ** 0) > 0
@@ -109,6 +124,8 @@ def test_game_first_play_is_mll_and_state_round_trip_is_exact():
     assert all(0.025 <= d["theta_next"][0] <= 10 for d in game.diagnostics)
     assert all(d["objective_best"] <= d["objective_start"] for d in game.diagnostics)
     assert game.diagnostics[-1]["coverage"] == np.mean([d["covered"] for d in game.diagnostics])
+    # the coverage gap is taken against the paper's calibration level 1 - delta (eq. 3, delta = 0.1)
+    assert game.diagnostics[-1]["coverage_gap"] == pytest.approx(abs(game.diagnostics[-1]["coverage"] - 0.9))
 
 
 def test_literal_form_counts_initial_rows():
@@ -124,6 +141,40 @@ def test_config_validation():
         OSCBOConfig(p=3)
     with pytest.raises(ValueError, match="form"):
         OSCBOConfig(form="other")
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="lambda_init must be a finite number > 0"):
+            OSCBOConfig(lambda_init=bad)
+    with pytest.raises(ValueError, match="omega must be > 0, got omega=0"):
+        OSCBOConfig(omega=0)
+    with pytest.raises(ValueError, match="noise must be > 0"):
+        nlml_balanced_lambda(2.0, 0.0)
+
+
+def test_default_lambda_init_makes_the_p2_objective_affine_in_the_nlml():
+    """lambda_1 = beta/log(1 + sigma^-2) (O-10): J of S5 with p = 2 is an affine function of the NLML with
+    slope 2/log(1 + sigma^-2), so the game's first FTPL objective has the MLL minimiser (issue #20)."""
+    X, y = make_data(n=12, d=2, seed=3)
+    game = OSCBOGame(OSCBOConfig(form="literal"), dim=2)  # every row a round played with lambda_1
+    game.start(GameData(X, y, NOISE, list(range(12))), theta=0.5)
+    c = math.log1p(1.0 / NOISE)
+    assert game.lam == game.lambda_init == 2.0 / c == pytest.approx(0.43336, abs=1e-5)
+    J = game.objective(GameData(X, y, NOISE, list(range(12))))
+    thetas = [0.05, 0.1, 0.3, 0.7, 2.0, 6.0]
+    js = np.array([float(J(torch.tensor([t], dtype=torch.float64))) for t in thetas])
+    nlml = np.array([float(negative_log_marginal_likelihood(t, X, y, NOISE)) for t in thetas])
+    slope, intercept = np.polyfit(nlml, js, 1)
+    assert abs(slope - 2.0 / c) < 1e-10 and np.max(np.abs(js - (slope * nlml + intercept))) < 1e-9
+    assert game.threshold == OSCBOConfig().threshold()
+    restored = OSCBOGame.from_state_dict(pickle.loads(pickle.dumps(game.state_dict())))
+    assert restored.lambda_init == game.lambda_init and restored.lam == game.lam
+    # an explicit lambda_init wins; per-point noise averages the weights 1/log(1 + 1/sigma_j^2) (§3.10)
+    explicit = OSCBOGame(OSCBOConfig(lambda_init=1.0), dim=2)
+    explicit.start(GameData(X[:N0], y[:N0], NOISE, list(range(N0))), theta=0.5)
+    assert explicit.lam == 1.0
+    noise = torch.tensor([0.01, 0.1, 0.5], dtype=torch.float64)
+    expected = 2.5 * float(np.mean([1.0 / math.log1p(1.0 / v) for v in (0.01, 0.1, 0.5)]))
+    assert nlml_balanced_lambda(2.5, noise) == pytest.approx(expected, rel=1e-14)
+    assert nlml_balanced_lambda(2.5, torch.full((4,), 0.01, dtype=torch.float64)) == pytest.approx(2.5 / c, rel=1e-14)
 
 
 PLAY, RECOVERY = "play", "recovery"

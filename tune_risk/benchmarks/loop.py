@@ -19,8 +19,10 @@ method           what is played in round t
 ``vanilla-bo``   BoTorch default SingleTaskGP (MAP), kappa = sqrt(2)   §4.7
 ===============  =================================================================
 
-Per round the loop logs the played lengthscale, the losses of eqs. 6-7 of the played band
-(coverage, width, ``V_t``), and the regrets. Observations are noiseless (O-18).
+Per round the loop logs the lengthscale played in that round, the losses of eqs. 6-7 of the played
+band with ``p = 2`` for every method (coverage, width, ``V_t``: comparable diagnostics), and the
+regrets. The OSCBO game itself is fed the losses with its own exponent ``p``, which enters both the
+FTPL and the OMD objectives (S5, S7). Observations are noiseless (O-18).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
 from tune_risk.benchmarks.tasks import Task
 from tune_risk.design import sobol_points
-from tune_risk.lengthscale.strategies import make_strategy
+from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy
 from tune_risk.models import DTYPE
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.gp import NOISE, standardize
@@ -86,6 +88,7 @@ class BOResult:
     optimum: float | None
     rounds: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    settings: dict[str, Any] = field(default_factory=dict)  # the OSCBO game's lambda_init, omega, form
 
     def simple_regret(self, optimum: float | None = None) -> np.ndarray:
         """``f* - max_{j<=t} f(x_j)`` for ``t = 0..T`` (D_0 included, ``t = 0`` is D_0 alone)."""
@@ -144,6 +147,19 @@ class _Method:
             return fixed_gp_surrogate(data.X, data.y, self.strategy.propose(t, data), self.kappa)
         return self.band.surrogate(t, data.X, data.y)
 
+    @property
+    def feedback_p(self) -> int | None:
+        """The exponent of eq. 7 the method learns from: OSCBO's ``p`` (S5 and S7), ``None`` for the others."""
+        return self.strategy.game.config.p if isinstance(self.strategy, OSCBOStrategy) else None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The OSCBO game's resolved ``lambda_init`` (``lambda_1``), ``omega`` and ``form``; ``{}`` for the others."""
+        if not isinstance(self.strategy, OSCBOStrategy):
+            return {}
+        game = self.strategy.game
+        return {"lambda_init": game.lambda_init, "omega": game.config.omega, "form": game.config.form}
+
     def observe(self, t: int, y_t: float, losses, key: int, data: GameData) -> None:
         if self.strategy is not None:
             self.strategy.observe(t, y_t, losses, key, data)
@@ -153,8 +169,11 @@ def run_bo(task: Task, method: str, seed: int, steps: int = 100, n_init: int = 1
            num_restarts: int = 5, raw_samples: int = 20, p_diagnostic: int = 2, **options: Any) -> BOResult:
     """Run one method on one task for ``steps`` BO rounds after ``n_init`` Sobol points (seed ``seed``).
 
-    ``options`` go to ``OSCBOConfig`` for the OSCBO methods (e.g. ``lambda_init``, ``form``).
+    ``options`` go to ``OSCBOConfig`` for the OSCBO methods (``lambda_init``, ``omega``, ``form``, ...);
+    other methods take none. ``BOResult.settings`` records the OSCBO game's resolved settings.
     """
+    if options and method not in ("oscbo", "oscbo-l1"):
+        raise ValueError(f"options {sorted(options)} configure the OSCBO game; method={method!r} takes none")
     started = time.perf_counter()
     dim = task.dim
     X = [list(x) for x in sobol_points(dim, n_init, seed)]
@@ -162,8 +181,6 @@ def run_bo(task: Task, method: str, seed: int, steps: int = 100, n_init: int = 1
     handler = _Method(method, dim, steps, beta, seed, options)
     handler.start(_data(X, values))
     rounds: list[dict[str, Any]] = []
-    V = V_plus = 0.0
-    covered_count, width_sum = 0, 0.0
     for t in range(1, steps + 1):
         data = _data(X, values)
         _, y_mean, y_std = standardize(torch.as_tensor(values, dtype=DTYPE))
@@ -173,25 +190,46 @@ def run_bo(task: Task, method: str, seed: int, steps: int = 100, n_init: int = 1
         f_t = task(x_t)
         with torch.no_grad():
             mu, var = surrogate.predict(torch.as_tensor(x_t, dtype=DTYPE).unsqueeze(0))
+        mu_t, var_t = float(mu[0]), float(var[0])
         y_t = (f_t - y_mean) / y_std  # constants of D_{t-1} (O-15)
-        losses = round_losses(y_t, float(mu[0]), float(var[0]), NOISE, beta, p_diagnostic)
+        losses = round_losses(y_t, mu_t, var_t, NOISE, beta, p_diagnostic)  # logged only
+        p_game = handler.feedback_p
+        feedback = losses if p_game in (None, p_diagnostic) else round_losses(y_t, mu_t, var_t, NOISE, beta, p_game)
         X.append([float(v) for v in x_t])
         values.append(f_t)
-        handler.observe(t, y_t, losses, len(X) - 1, _data(X, values))
-        band = max(surrogate.kappa, 0.0) * math.sqrt(float(var[0]) + surrogate.noise)
-        covered = abs(y_t - float(mu[0])) <= band
-        covered_count += int(covered)
-        width_sum += 2.0 * band
-        V += losses.calibration
-        V_plus += max(losses.calibration, 0.0)
-        theta = handler.strategy.theta if handler.strategy is not None else surrogate.theta
+        handler.observe(t, y_t, feedback, len(X) - 1, _data(X, values))
+        band = max(surrogate.kappa, 0.0) * math.sqrt(var_t + surrogate.noise)
+        theta = surrogate.theta  # played in round t (a strategy's own theta has moved on to theta_t)
         rounds.append({
-            "t": t, "value": f_t, "theta": None if theta is None else list(theta), "kappa": surrogate.kappa,
-            "calibration": losses.calibration, "sharpness": losses.sharpness, "covered": covered,
-            "coverage": covered_count / t, "width": 2.0 * band, "mean_width": width_sum / t,
-            "V": V, "V_plus": max(V, 0.0), "V_plus_sum": V_plus, **_extra(handler, surrogate),
+            "theta": None if theta is None else list(theta), "kappa": surrogate.kappa,
+            "calibration": losses.calibration, "sharpness": losses.sharpness,
+            "covered": abs(y_t - mu_t) <= band, "width": 2.0 * band, **_extra(handler, surrogate),
         })
-    return BOResult(task.name, method, seed, X, values, n_init, task.optimum, rounds, time.perf_counter() - started)
+    add_running_diagnostics(rounds, values, n_init)
+    return BOResult(task.name, method, seed, X, values, n_init, task.optimum, rounds, time.perf_counter() - started,
+                    handler.settings)
+
+
+RUNNING_FIELDS = ("t", "value", "coverage", "mean_width", "V", "V_plus", "V_plus_sum")
+
+
+def add_running_diagnostics(rounds: list[dict[str, Any]], values: list[float], n_init: int) -> None:
+    """Fill ``RUNNING_FIELDS`` of each round, in place, from the rounds' own fields.
+
+    ``t``; ``value = f(x_t)``; the running coverage ``p_t = (1/t) sum_{j<=t} covered_j`` (eq. 3); the running
+    mean band width; ``V_t = sum_{j<=t} L^c_j`` (Alg. 1 line 17, p = 2 diagnostic), ``max(V_t, 0)`` and
+    ``sum_{j<=t} max(L^c_j, 0)`` (O-22). One function for the loop and the run store, so that a stored run,
+    which keeps only the per-round fields, gives back these fields bit for bit.
+    """
+    covered = 0
+    width_sum = V = V_plus = 0.0
+    for t, row in enumerate(rounds, start=1):
+        covered += int(row["covered"])
+        width_sum += row["width"]
+        V += row["calibration"]
+        V_plus += max(row["calibration"], 0.0)
+        row.update(t=t, value=values[n_init + t - 1], coverage=covered / t, mean_width=width_sum / t, V=V,
+                   V_plus=max(V, 0.0), V_plus_sum=V_plus)
 
 
 def _data(X: list[list[float]], values: list[float]) -> GameData:
@@ -205,6 +243,5 @@ def _extra(handler: _Method, surrogate: Surrogate) -> dict[str, Any]:
     strategy = handler.strategy
     if strategy is not None and getattr(strategy, "game", None) is not None:
         last = strategy.game.diagnostics[-1]
-        extra.update({"lambda": last["lambda"], "phase": last["phase"], "theta_next": last["theta_next"],
-                      "oscbo_V": last["V"]})
+        extra.update({"lambda": last["lambda"], "phase": last["phase"], "oscbo_V": last["V"]})
     return extra

@@ -17,6 +17,9 @@ and mean 0 (the OSCBO model), with an isotropic lengthscale.
   conditioned on the other configurations, ``beta = kappa_acq^2`` (the UCB's multiplier squared), and the
   FTPL history re-evaluated on the current ``(m_hat, Sigma_hat)`` (keys are configuration ids).
 * ``T`` (for ``rho~`` and ``M``) is ``T_max = floor(N_max / k_min)``; 100 without a budget.
+* The game's options come from ``EngineSettings.oscbo_lambda_init``, ``oscbo_omega`` and ``oscbo_form``
+  (``RiskAwareSearch(lengthscale="oscbo", oscbo_lambda_init=...)`` passes them through). The default
+  ``lambda_1`` is ``beta/log(1 + 1/Sigma_hat_j)`` averaged over the initial design (``nlml_balanced_lambda``).
 
 The state (strategy plus the lengthscale played in each round) is plain Python, part of the
 engine's ``state_dict``, so restores are exact.
@@ -35,6 +38,7 @@ from tune_risk.models import DTYPE, NOISE_FLOOR, ConditionedGP
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.losses import round_losses
 from tune_risk.risk_model import RiskHyperparameters, RiskModel
+from tune_risk.settings import EngineSettings
 
 if TYPE_CHECKING:
     from tune_risk.engine import Engine
@@ -61,7 +65,8 @@ class EngineLengthscale:
             return None
         T = DEFAULT_ROUNDS if settings.budget is None else max(1, settings.budget // settings.k_min)
         beta = settings.kappa_acq ** 2
-        strategy = make_strategy(settings.lengthscale, engine.dim, T=T, beta=beta, seed=settings.seed)
+        strategy = make_strategy(settings.lengthscale, engine.dim, T=T, beta=beta, seed=settings.seed,
+                                 **cls.oscbo_options(settings))
         p = 1 if settings.lengthscale == "oscbo-l1" else 2
         adapter = cls(strategy, beta, p)
         strategy.start(adapter.game_data(engine))
@@ -98,6 +103,13 @@ class EngineLengthscale:
         self.strategy.observe(record.round, y_t, losses, record.config_id, self._data_from(model, records))
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def oscbo_options(settings: EngineSettings) -> dict[str, Any]:
+        """``OSCBOConfig`` options of an OSCBO lengthscale (none for the other strategies)."""
+        if settings.lengthscale not in ("oscbo", "oscbo-l1"):
+            return {}
+        return {"lambda_init": settings.oscbo_lambda_init, "omega": settings.oscbo_omega, "form": settings.oscbo_form}
+
     def game_data(self, engine: Engine) -> GameData:
         """``(X, m_hat, Sigma_hat, config ids)`` of every configuration with data, standardised."""
         records = [r for r in engine.records if engine._has_data(r)]

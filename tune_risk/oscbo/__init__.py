@@ -7,7 +7,7 @@
 * ``game``: FTPL primal, OMD dual, the play/recovery latch and the threshold ``M`` (S3).
 """
 
-from tune_risk.oscbo.game import GameData, OSCBOConfig, OSCBOGame, omd_step, threshold_M
+from tune_risk.oscbo.game import GameData, OSCBOConfig, OSCBOGame, nlml_balanced_lambda, omd_step, threshold_M
 from tune_risk.oscbo.gp import NOISE, THETA_BOUNDS, FixedGP, standardize
 from tune_risk.oscbo.losses import (
     RoundLosses,
@@ -22,7 +22,7 @@ from tune_risk.oscbo.oracle import fit_lengthscale_mll, projected_adam
 
 __all__ = [
     "NOISE", "THETA_BOUNDS", "FixedGP", "GameData", "OSCBOConfig", "OSCBOGame", "RoundLosses",
-    "calibration_loss", "closed_form_sums", "fit_lengthscale_mll", "negative_log_marginal_likelihood",
+    "calibration_loss", "closed_form_sums", "fit_lengthscale_mll", "negative_log_marginal_likelihood", "nlml_balanced_lambda",
     "omd_step", "prequential_factor", "projected_adam", "round_losses", "sharpness_loss", "standardize",
     "threshold_M",
 ]

@@ -6,14 +6,16 @@ After each BO round the realised feedback ``(L^s_t, L^c_t)`` of the played lengt
 * the **primal** (FTPL, S4/S5): ``theta_t = argmin_Theta sum_{j in H} [L^s_j + lambda_{j-1} L^c_j](theta)
   - <eta_t, theta>`` by the projected-Adam oracle, the sums in closed form from one Cholesky
   factor, a fresh ``eta_t ~ N(0, 0.1^2 I)`` on ``theta`` each round (O-14, O-17);
-* the **dual** (OMD with negative entropy, S7-S10): ``lambda_t = min(lambda_{t-1} exp(omega L^c_t), Lambda)``;
+* the **dual** (OMD with negative entropy, S7-S10): ``lambda_t = min(lambda_{t-1} exp(omega L^c_t), Lambda)``,
+  from ``lambda_1`` (``lambda_init``; default ``beta/log(1 + sigma^-2)``, see ``nlml_balanced_lambda``);
 * the violation ``V_{t+1} = V_t + L^c_t`` (Alg. 1 line 17), and at the top of a round a one-way
   latch into the **recovery** phase when ``V_t > (T - t) rho~ + M_rho~ - 1`` (O-8): the FTPL history
   restarts, ``Lambda = 1``, ``lambda = min(lambda_init, 1)`` and the primal uses the constraint-only
   utility ``lambda L^c`` (O-9; ``recovery_utility="alg2"`` keeps ``L^s + lambda L^c``).
 
 The game knows nothing about the BO loop: the caller plays ``begin_round()``'s lengthscale, then
-reports the round's losses together with the data (rows identified by caller-chosen integer keys,
+reports the round's losses, computed with the game's own exponent ``p`` (it enters both S5 and S7),
+together with the data (rows identified by caller-chosen integer keys,
 so that the engine can use configuration ids). All state is plain Python (``state_dict``), and the
 perturbation of round ``t`` is a pure function of ``(seed, t)``, so a restored game continues exactly.
 """
@@ -28,10 +30,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.stats import norm
 from torch import Tensor
 
-from tune_risk.oscbo.gp import THETA_BOUNDS, as_theta
+from tune_risk.oscbo.gp import NOISE, THETA_BOUNDS, as_theta, noise_vector
 from tune_risk.oscbo.losses import RoundLosses, closed_form_sums
 from tune_risk.oscbo.oracle import INITIAL_LENGTHSCALE, fit_lengthscale_mll, projected_adam
 
@@ -54,8 +55,11 @@ class OSCBOConfig:
         rho_hat, delta: feasibility lower bound and failure probability (``eta_f = delta/3``, O-7).
         theta_bounds: ``Theta`` on normalised inputs (O-14). ard: one lengthscale per dimension.
         ftpl_std: standard deviation of the Gaussian FTPL perturbation on ``theta``.
-        adam_lr, adam_steps: the projected-Adam oracle. omega: OMD step size (O-11).
-        lambda_init: initial multiplier (O-10). grid_size: ``G`` of ``R^P_T`` in ``M`` (§3.6).
+        adam_lr, adam_steps: the projected-Adam oracle. omega: OMD step size (O-11; Table S1's 0.001,
+            the theory's ``sqrt(2 rho_hat / T)`` is 0.1 at ``T = 100``).
+        lambda_init: the dual's start ``lambda_1 > 0`` (App. B.4 leaves it open, O-10); ``None`` (default):
+            ``nlml_balanced_lambda(beta, noise of D_0)``, ``beta/log(1 + sigma^-2) = 0.433`` at Table S1's
+            ``beta = 2, sigma^2 = 0.01``. grid_size: ``G`` of ``R^P_T`` in ``M`` (§3.6).
         form: ``"prefix"`` (``D_0`` only conditions, O-2) or ``"literal"`` (``D_0`` rows are rounds
             weighted ``lambda_init``).
         recovery_utility: ``"constraint"`` (O-9) or ``"alg2"``.
@@ -77,7 +81,7 @@ class OSCBOConfig:
     adam_lr: float = 0.01
     adam_steps: int = 50
     omega: float = 0.001
-    lambda_init: float = 1.0
+    lambda_init: float | None = None
     grid_size: int = 100
     form: str = "prefix"
     recovery_utility: str = "constraint"
@@ -89,9 +93,12 @@ class OSCBOConfig:
     def __post_init__(self) -> None:
         if self.p not in (1, 2):
             raise ValueError(f"p must be 1 or 2, got p={self.p!r}")
-        for name in ("beta", "rho_hat", "omega", "lambda_init"):
+        for name in ("beta", "rho_hat", "omega"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {name}={getattr(self, name)!r}")
+        if self.lambda_init is not None and not (self.lambda_init > 0 and math.isfinite(self.lambda_init)):
+            raise ValueError(f"lambda_init must be a finite number > 0 (or None for beta/log(1 + sigma^-2)), "
+                             f"got lambda_init={self.lambda_init!r}")
         if not (isinstance(self.T, int) and self.T >= 1):
             raise ValueError(f"T must be a positive integer, got T={self.T!r}")
         if not 0 < self.delta < 1:
@@ -109,12 +116,47 @@ class OSCBOConfig:
         """``rho~ = max(rho_hat/2, T^{-1/4})`` (Alg. 1 line 2)."""
         return max(self.rho_hat / 2.0, (self.T_for_rho or self.T) ** -0.25)
 
-    def threshold(self, dim_theta: int = 1) -> float:
-        """``M_rho~`` of S3 (§3.6), or ``M_override``."""
+    def initial_lambda(self, noise: float | Tensor = NOISE) -> float:
+        """``lambda_1``: ``lambda_init``, or ``nlml_balanced_lambda(beta, noise)`` when it is ``None``."""
+        return self.lambda_init if self.lambda_init is not None else nlml_balanced_lambda(self.beta, noise)
+
+    def threshold(self, dim_theta: int = 1, lambda_init: float | None = None) -> float:
+        """``M_rho~`` of S3 (§3.6) for the start ``lambda_init`` (default ``initial_lambda()``), or ``M_override``."""
         if self.M_override is not None:
             return float(self.M_override)
-        return threshold_M(self.T, self.rho_tilde, self.delta, self.omega, self.lambda_init,
-                           self.grid_size ** dim_theta)
+        lam = self.initial_lambda() if lambda_init is None else lambda_init
+        return threshold_M(self.T, self.rho_tilde, self.delta, self.omega, lam, self.grid_size ** dim_theta)
+
+
+def nlml_balanced_lambda(beta: float, noise: float | Tensor = NOISE) -> float:
+    r"""``lambda_1 = beta / log(1 + sigma^-2)``: the start at which S5 with ``p = 2`` is affine in the NLML.
+
+    Our reading of App. B.4's "we initialize ``lambda_1 > 0``" (O-10). By S12/S13, with a constant
+    ``lambda`` and ``p = 2`` the FTPL objective (S5, without ``eta``) over rows ``j`` is::
+
+        sum_j log(sigma^2 + s^2_{j-1}(x_j)) / log(1 + sigma^-2) + (lambda/beta) sum_j z_j^2 + const
+
+    and the negative log marginal likelihood in prequential form is
+    ``(1/2) sum_j log(sigma^2 + s^2_{j-1}(x_j)) + (1/2) sum_j z_j^2 + const``. The two are affine in each
+    other exactly when ``lambda = beta/log(1 + sigma^-2)`` (0.433 at ``beta = 2, sigma^2 = 0.01``): the
+    "log-determinant and quadratic data-fit structure of GP marginal likelihood" of the paper's §8,
+    behind "OSCBO closely tracks GP-UCB-MLL" (§7.2). The OMD step ``omega = 0.001`` moves ``lambda`` by
+    about 0.1 % per unit of ``L^c``, so ``lambda_1`` fixes that balance for a 100-round run; ``lambda_1 = 1``
+    weights the log-determinant 1/log(101) = 0.22 against the NLML's 0.5 (shorter lengthscales).
+
+    With per-point noise ``sigma_j^2`` (ERAHBO's ``Sigma_hat``, §3.10) the weights ``1/log(1 + 1/sigma_j^2)``
+    differ by row and no single ``lambda`` balances them all; we take their mean (``noise`` of ``D_0``).
+    """
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0, got beta={beta!r}")
+    if isinstance(noise, int | float):
+        if not noise > 0:
+            raise ValueError(f"noise must be > 0, got noise={noise!r}")
+        return beta / math.log1p(1.0 / noise)
+    values = noise_vector(noise, 1)
+    if values.numel() == 0 or not bool((values > 0).all()):
+        raise ValueError(f"noise must be positive variances, got {values.tolist()!r}")
+    return beta * float((1.0 / torch.log1p(1.0 / values)).mean())
 
 
 def threshold_M(T: int, rho_tilde: float, delta: float = 0.1, omega: float = 0.001,
@@ -159,7 +201,8 @@ class OSCBOGame:
         self.dim = int(dim)
         self.dim_theta = self.dim if config.ard else 1
         self.theta: tuple[float, ...] | None = None
-        self.lam = config.lambda_init
+        self.lambda_init: float | None = config.lambda_init  # resolved by start() when None
+        self.lam = self.lambda_init
         self.Lambda = 1.0 / config.rho_tilde
         self.phase = PLAY
         self.V = 0.0
@@ -172,10 +215,15 @@ class OSCBOGame:
     # ------------------------------------------------------------------ protocol
     @property
     def threshold(self) -> float:
-        return self.config.threshold(self.dim_theta)
+        return self.config.threshold(self.dim_theta, self.lambda_init)
 
     def start(self, data: GameData, theta=None) -> tuple[float, ...]:
-        """First play ``theta_0``: the MLL fit on ``D_0`` from ``theta = ln 2`` (O-3), or ``theta``."""
+        """First play ``theta_0``: the MLL fit on ``D_0`` from ``theta = ln 2`` (O-3), or ``theta``.
+
+        Also fixes ``lambda_1`` (``config.initial_lambda`` on the noise of ``D_0``) when ``lambda_init`` is ``None``.
+        """
+        if self.lambda_init is None:
+            self.lambda_init = self.lam = self.config.initial_lambda(data.noise)
         if theta is None:
             cfg = self.config
             theta = fit_lengthscale_mll(
@@ -184,7 +232,7 @@ class OSCBOGame:
             )
         self.theta = tuple(float(v) for v in as_theta(theta, self.dim_theta))
         if self.config.form == "literal":
-            self.history = [[int(k), self.config.lambda_init] for k in data.keys]
+            self.history = [[int(k), self.lambda_init] for k in data.keys]
         return self.theta
 
     def begin_round(self) -> tuple[float, ...]:
@@ -198,14 +246,15 @@ class OSCBOGame:
             self.phase, self.switched_at = RECOVERY, t
             self.history = []
             self.Lambda = 1.0
-            self.lam = min(cfg.lambda_init, 1.0)
+            self.lam = min(self.lambda_init, 1.0)
         return self.theta
 
     def observe(self, losses: RoundLosses, key: int, data: GameData) -> tuple[float, ...]:
         """RECALIBRATE (Alg. 2) with round ``t``'s feedback; returns ``theta_t``.
 
-        ``losses`` are the realised losses of the played lengthscale; ``key`` identifies the
-        round's row in ``data`` (which already contains it).
+        ``losses`` are the realised losses of the played lengthscale with the game's exponent
+        ``config.p`` (eq. 7): ``L^c`` drives both the dual step (S7) and ``V`` (Alg. 1 line 17), as the
+        FTPL objective (S5) does. ``key`` identifies the round's row in ``data`` (which already contains it).
         """
         cfg = self.config
         t = self.rounds + 1
@@ -253,7 +302,7 @@ class OSCBOGame:
         covered = losses.calibration <= 0.0
         n_covered = (previous["n_covered"] if previous else 0) + int(covered)
         width_sum = (previous["width_sum"] if previous else 0.0) + losses.width_obs
-        target = 2.0 * float(norm.cdf(math.sqrt(self.config.beta))) - 1.0
+        target = 1.0 - self.config.delta  # the paper's calibration level (eq. 3: p_hat_T ~ 1 - delta)
         self.diagnostics.append({
             "t": t, "phase": self.phase, "theta": list(theta), "lambda": lam,
             "sharpness": losses.sharpness, "calibration": losses.calibration, "z": losses.z,
@@ -271,7 +320,8 @@ class OSCBOGame:
         """Exact plain-container state."""
         return {
             "config": dataclasses.asdict(self.config), "dim": self.dim,
-            "theta": None if self.theta is None else list(self.theta), "lam": self.lam, "Lambda": self.Lambda,
+            "theta": None if self.theta is None else list(self.theta), "lambda_init": self.lambda_init,
+            "lam": self.lam, "Lambda": self.Lambda,
             "phase": self.phase, "V": self.V, "V_plus_sum": self.V_plus_sum, "rounds": self.rounds,
             "switched_at": self.switched_at, "history": [list(h) for h in self.history],
             "diagnostics": [dict(d) for d in self.diagnostics],
@@ -283,6 +333,7 @@ class OSCBOGame:
         config["theta_bounds"] = tuple(config["theta_bounds"])
         game = cls(OSCBOConfig(**config), state["dim"])
         game.theta = None if state["theta"] is None else tuple(state["theta"])
+        game.lambda_init = state.get("lambda_init", game.config.lambda_init)  # states before lambda_init=None
         for name in ("lam", "Lambda", "phase", "V", "V_plus_sum", "rounds", "switched_at"):
             setattr(game, name, state[name])
         game.history = [list(h) for h in state["history"]]
