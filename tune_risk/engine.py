@@ -16,11 +16,11 @@ Algorithm (ERAHBO §1.10, parallel semantics §2):
    hyperparameters are fitted (§1.2, §1.4.4).
 2. Round ``t`` starts with a *model snapshot* (``tune_risk.snapshots``): at this round boundary, and
    only here, the online warp is re-fitted on all data if returns have left the range it was fitted
-   on, the hyperparameters are re-fitted if ``refit="every_round"`` or the warp changed, and a
-   lengthscale strategy plays. Every decision of the round uses that snapshot: ``x_t = argmax
-   UCB^MV(x; kappa_acq)`` over unevaluated candidates (eq. 11); the incumbent bound ``B_t = max_D
-   LCB^MV(x_c; kappa_stop,t)`` computed once (eq. 10) with ``kappa_stop,t = kappa(beta_stop *
-   s(tau))`` and ``tau = N_used / N_max`` at round start (§1.9); every stop check.
+   on, the hyperparameters are re-fitted (warm-started) if ``refit="every_round"`` or the warp
+   changed, and a lengthscale strategy plays. Every decision of the round uses that snapshot:
+   ``x_t = argmax UCB^MV(x; kappa_acq)`` over unevaluated candidates (eq. 11); the incumbent bound
+   ``B_t = max_D LCB^MV(x_c; kappa_stop,t)`` computed once (eq. 10) with ``kappa_stop,t =
+   kappa(beta_stop * s(tau))`` and ``tau = N_used / N_max`` at round start (§1.9); every stop check.
 3. Replicates launch in doubling waves ``k_min, 2k_min, ...`` up to ``k_max`` (§2.3); results are
    incorporated **in replicate order** whatever their arrival order; after each incorporation with
    ``k >= k_min`` both GPs are re-conditioned (snapshot frozen) and the round stops at the first
@@ -395,15 +395,16 @@ class Engine:
 
     def _round_boundary(self) -> None:
         """Everything that may change the model, here and nowhere else: the online warp is re-fitted
-        when data have left its support (§1.2), the hyperparameters when ``refit="every_round"``
-        (A-7), and a lengthscale strategy plays (§3.10). A warp re-fit alone leaves the hyperparameters
-        as fitted: every warp maps its fitting sample onto [-0.5, 0.5], so the frozen standardisation
-        constants stay on the scale they were fitted for."""
+        when data have left its support (§1.2); the hyperparameters when ``refit="every_round"`` (A-7)
+        or when the warp changed, since every target did (warm-started MAP on all data: keeping the
+        old ones, or re-standardising only, lost clearly on a replay of Hartmann-6); then a lengthscale
+        strategy plays (§3.10)."""
         settings = self.settings
-        if self.online_warp and settings.warp_refit == "outside_support" and outside_support(
-                self.warp, [v for r in self.records if self.has_data(r) for v in r.incorporated_values()]):  # type: ignore[arg-type]
+        new_warp = self.online_warp and settings.warp_refit == "outside_support" and outside_support(
+            self.warp, [v for r in self.records if self.has_data(r) for v in r.incorporated_values()])  # type: ignore[arg-type]
+        if new_warp:
             self._fit_warp()
-        if settings.refit == "every_round" and self.rounds > 0:
+        if new_warp or (settings.refit == "every_round" and self.rounds > 0):
             self.hyperparameters = self._fit_hyperparameters(init=self.hyperparameters)
         if self.lengthscale_adapter is not None:
             self.lengthscale_adapter.before_round(self)  # theta_{t-1} played for the whole round

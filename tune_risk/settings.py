@@ -64,17 +64,22 @@ class EngineSettings:
             (Ray Tune's ``num_samples``).
         charge_initial: with ``budget_unit="samples"``, also charge the initial design.
         rho_bar_sq: variance bound used to clip ``UCB_var`` in eq. 19; ``None`` takes the bound
-            implied by the warp (Popoviciu, A-5): ``warp_bound**2`` (0.25 for a warp onto
-            [-0.5, 0.5]). Required with ``warp="none"`` and no fitted warp given to the engine.
+            implied by the warp (Popoviciu, A-5): ``warp_bound**2``, 0.25 by default. Required
+            with ``warp="none"`` and no fitted warp given to the engine.
         warp: ``"online"`` fits the Vizier warper on the initial design (§1.2); ``"none"`` uses
             returns as given. Ignored when a fitted warp (e.g. pooled over an offline table) is
             given to the ``Engine``: that warp is used as is and never re-fitted.
         warp_refit: ``"outside_support"`` re-fits the online warp on all data at the start of a
             round when returns have left the range it was fitted on (a round boundary only; every
-            decision of a round is taken under the warp current at its start); ``"never"`` keeps
-            the warp fitted on the initial design for the whole run.
+            decision of a round is taken under the warp current at its start), and re-fits the
+            hyperparameters with it; ``"never"`` keeps the warp fitted on the initial design for
+            the whole run.
         warp_bound: the online warp maps the range of its fitting sample onto [-0.5, 0.5] and,
             until the next re-fit, extends linearly beyond it up to ``[-warp_bound, warp_bound]``.
+            0.5 (default) clips at the fitted range, as Vizier's warper does; since the warp is
+            re-fitted at the next round start, the clip acts only inside a round, and the
+            Popoviciu bound stays ``rho_bar^2 = 0.25`` (A-5). A replay study found no difference
+            from 1.0 (README, "Online output warp").
         mean_noise, var_noise: A-4 and A-6 resolutions for the two GPs.
         kernel: ``"rbf"`` (BoTorch default with dimension-scaled prior, A-14) or ``"matern52"``.
         refit: hyperparameters fitted ``"once"`` on the initial design, or ``"every_round"`` (A-7).
@@ -115,7 +120,7 @@ class EngineSettings:
     rho_bar_sq: float | None = None
     warp: str = "online"
     warp_refit: str = "outside_support"
-    warp_bound: float = 1.0
+    warp_bound: float = 0.5
     mean_noise: str = "eq19"
     var_noise: str = "learned"
     kernel: str = "rbf"

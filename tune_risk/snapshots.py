@@ -8,7 +8,8 @@ returns the GPs see (§1.2), and the variance bound ``rho_bar^2`` that clips eq.
 
 The engine takes a snapshot when a round starts, after everything that may change at a round
 boundary: a re-fit of the online warp when data have left its support (§1.2), a hyperparameter
-re-fit (``refit="every_round"``, A-7), a lengthscale strategy's play (§3.10). The round's acquisition, its ``B_t`` and every one of its stop checks use
+re-fit (``refit="every_round"``, A-7, or after a warp re-fit, since every target changed), a
+lengthscale strategy's play (§3.10). The round's acquisition, its ``B_t`` and every one of its stop checks use
 that snapshot, even when later rounds have started under newer ones (asynchronous mode, §2.5).
 Rounds that change nothing share one snapshot.
 """
