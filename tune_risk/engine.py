@@ -13,19 +13,29 @@ Algorithm (ERAHBO §1.10, parallel semantics §2):
 
 1. Initial design: ``n_initial`` scrambled-Sobol points (snapped to the pool), ``k_init`` replicates
    each, all launchable at once. When complete, the output warp (online mode) and the GP
-   hyperparameters are fitted and frozen (§1.2, §1.4.4).
-2. Round ``t``: ``x_t = argmax UCB^MV(x; kappa_acq)`` over unevaluated candidates (eq. 11); the
-   incumbent bound ``B_t = max_D LCB^MV(x_c; kappa_stop,t)`` is computed once (eq. 10) with
-   ``kappa_stop,t = kappa(beta_stop * s(tau))`` and ``tau = N_used / N_max`` at round start (§1.9).
+   hyperparameters are fitted (§1.2, §1.4.4).
+2. Round ``t`` starts with a *model snapshot* (``tune_risk.snapshots``): at this round boundary, and
+   only here, the online warp is re-fitted on all data if returns have left the range it was fitted
+   on, the hyperparameters are re-fitted (warm-started) if ``refit="every_round"`` or the warp
+   changed, and a lengthscale strategy plays. Every decision of the round uses that snapshot:
+   ``x_t = argmax UCB^MV(x; kappa_acq)`` over unevaluated candidates (eq. 11); the incumbent bound
+   ``B_t = max_D LCB^MV(x_c; kappa_stop,t)`` computed once (eq. 10) with ``kappa_stop,t =
+   kappa(beta_stop * s(tau))`` and ``tau = N_used / N_max`` at round start (§1.9); every stop check.
 3. Replicates launch in doubling waves ``k_min, 2k_min, ...`` up to ``k_max`` (§2.3); results are
    incorporated **in replicate order** whatever their arrival order; after each incorporation with
-   ``k >= k_min`` both GPs are re-conditioned (hyperparameters frozen) and the round stops at the
-   first ``k`` with ``UCB^MV(x_t; kappa_stop,t) <= B_t`` ("certified", eq. 12), at ``k = k_max``, or
-   when the budget is spent (§1.8). In-flight replicates of a stopped configuration are listed for
-   cancellation; their results are never observations (§2.4).
-4. ``max_active_configs > 1`` lets further configurations start while workers would idle; pending
-   configurations enter the GPs with their partial data, or a kriging-believer fantasy below
-   ``k_min`` (§2.5). With 1, decisions equal the sequential algorithm's (§2.6).
+   ``k >= k_min`` both GPs are re-conditioned (snapshot frozen) and the round stops at the first
+   ``k`` with ``UCB^MV(x_t; kappa_stop,t) <= B_t`` ("certified", eq. 12; ERAHBO only, RAHBO and
+   GP-UCB have no certificate), at ``k = k_max``, or when the budget is spent (§1.8). In-flight
+   replicates of a stopped configuration are listed for cancellation; their results are never
+   observations (§2.4).
+4. ``max_active_configs > 1`` (asynchronous mode, §2.5) lets further configurations start while
+   workers would idle. Only the *choice* of ``x_t`` sees pending configurations below ``k_min``, as
+   kriging-believer fantasies; ``B_t`` and every stop check rest on data alone (incorporated
+   returns, partial data of pending configurations with ``k >= k_min`` included), each under its own
+   round's snapshot. What this guarantees: each certificate compares a configuration's upper bound
+   with a lower bound of an observed configuration under one model, as in the sequential
+   algorithm; what it does not: ``x_t`` is chosen without the final data of pending rounds (the
+   asynchronous-BO setting, GP-BUCB). With 1, decisions equal the sequential algorithm's (§2.6).
 
 Failure policy: a run that errors or returns NaN/inf is counted as failed and its replicate slot is
 re-queued with a fresh seed, up to ``max_failures_per_config`` failures per configuration; one more
@@ -63,6 +73,7 @@ from tune_risk.records import (
 from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel, fit_risk_hyperparameters, mv_bounds
 from tune_risk.schedules import schedule_value
 from tune_risk.settings import EngineSettings
+from tune_risk.snapshots import ModelSnapshot, outside_support
 from tune_risk.state import engine_from_state, engine_state
 from tune_risk.threads import engine_threads
 from tune_risk.warping import FrozenWarp, fit_warp
@@ -81,8 +92,9 @@ class Engine:
         dim: dimension of the continuous unit cube (exclusive with ``pool``).
         pool: ``n x d`` finite candidate set in the unit cube (offline tables); the acquisition
             is an exact argmax over its unevaluated rows.
-        warp: a pre-fitted ``FrozenWarp`` (the pooled offline warp); ``None`` with
-            ``settings.warp == "online"`` fits one on the initial design.
+        warp: a pre-fitted ``FrozenWarp`` (the pooled offline warp), used as is and never
+            re-fitted; ``None`` with ``settings.warp == "online"`` fits one on the initial design
+            and re-fits it at round boundaries (``settings.warp_refit``).
         initial_points: user configurations (``m x d`` unit cube) that open the initial design
             before the Sobol points (Ray's ``points_to_evaluate``); snapped to the pool if any.
         initial_values: for each initial point, returns already observed (Ray's
@@ -109,9 +121,12 @@ class Engine:
             raise ValueError(
                 f"pool has {self.pool.shape[0]} rows, fewer than n_initial={settings.n_initial}"
             )
+        _check_engine_settings(settings, warp)
         self._pool_tensor = None if self.pool is None else torch.from_numpy(self.pool)
-        self.warp = warp
+        self.warps: list[FrozenWarp] = [] if warp is None else [warp]  # every warp used, re-fits in order
+        self.online_warp = warp is None and settings.warp == "online"  # fitted (and re-fitted) here
         self.hyperparameters: RiskHyperparameters | None = None
+        self.snapshots: list[ModelSnapshot] = []  # model of each round (ConfigRecord.snapshot indexes it)
         self.lengthscale_adapter: EngineLengthscale | None = None  # settings.lengthscale != "mll" (§3.10)
         self.records: list[ConfigRecord] = []
         self.runs: dict[int, Run] = {}
@@ -122,7 +137,9 @@ class Engine:
         self.intensifying = False  # True once the reserved intensification runs have started
         self.intensification_runs = 0
         self.intensification_done = False  # the reserve was spent, or given back to BO rounds
-        self._row_cache: dict[tuple[int, int], tuple] = {}  # derived; not part of the state
+        self.recommendations: list[tuple[int, int]] = []  # (N_used, config id of recommend()) per finished round
+        self._row_cache: dict[tuple[int, int, int | None], tuple] = {}  # derived; not part of the state
+        self._model_memo: tuple[tuple, RiskModel] | None = None  # derived: the last data-only model built
         self._start_initial_design(initial_points, initial_values)
 
     # ------------------------------------------------------------------ public ask/tell surface
@@ -137,7 +154,7 @@ class Engine:
         if any(r.running and r.phase == "initial" for r in self.records):
             return WAIT if self.in_flight_runs() else DONE
         if self.hyperparameters is None:
-            if sum(self._has_data(r) for r in self.records) < 2:
+            if sum(self.has_data(r) for r in self.records) < 2:
                 logger.warning("fewer than two initial configurations succeeded; stopping")
                 return DONE
             self._fit_after_initial_design()
@@ -260,22 +277,56 @@ class Engine:
         }
 
     def statistics(self, record: ConfigRecord) -> tuple[float, float] | None:
-        """Processed ``(m_c, s2_c)`` of a configuration, ``None`` below two returns (eq. 7)."""
-        if record.n_incorporated < 2 or (self.warp is None and self.settings.warp == "online"):
+        """Processed ``(m_c, s2_c)`` of a configuration under the current warp, ``None`` below two
+        returns (eq. 7)."""
+        if record.n_incorporated < 2 or (self.warp is None and self.online_warp):
             return None
-        return sample_statistics(self._processed(record.incorporated_values()))
+        return sample_statistics(self._processed(record.incorporated_values(), self.warp))
+
+    @property
+    def warp(self) -> FrozenWarp | None:
+        """The current output warp (the last re-fit), ``None`` before the online fit or without one."""
+        return self.warps[-1] if self.warps else None
 
     @engine_threads
     def risk_model(self) -> RiskModel | None:
-        """Both GPs conditioned on every configuration with ``k >= k_min`` returns."""
+        """Both GPs of the current snapshot conditioned on every configuration with ``k >= k_min`` returns."""
+        if not self.snapshots:
+            return None
+        return self._data_model(len(self.snapshots) - 1)
+
+    def has_data(self, record: ConfigRecord) -> bool:
+        """Whether ``record`` enters the GPs: a finished initial configuration, or a BO one with
+        ``k >= k_min`` incorporated returns (§1.8, partial data of a running round included)."""
+        done_initial = record.phase == "initial" and record.status == "initial"
+        return record.n_incorporated >= self.settings.k_min and (record.phase == "bo" or done_initial)
+
+    def current_snapshot(self) -> ModelSnapshot | None:
+        """The model the next round would start with (hyperparameters, warp, ``rho_bar^2``)."""
         if self.hyperparameters is None:
             return None
-        return self._model(self._data_rows())
+        warp_index = len(self.warps) - 1 if self.warps else None
+        return ModelSnapshot(self.hyperparameters, warp_index, self.rho_bar_sq, self.rounds + 1)
+
+    def snapshot_of(self, record: ConfigRecord) -> ModelSnapshot:
+        """The snapshot every decision of ``record``'s round uses (BO rounds)."""
+        if record.snapshot is None:
+            raise ValueError(f"configuration {record.config_id} ({record.phase}) has no round snapshot")
+        return self.snapshots[record.snapshot]
+
+    def data_rows(self, records: list[ConfigRecord], snapshot: ModelSnapshot) -> list[tuple]:
+        """``(x, m_c, s2_c, k_c)`` of ``records`` with the returns processed by ``snapshot``'s warp (eq. 7)."""
+        return [self._statistics_row(record, snapshot.warp_index) for record in records]
+
+    def build_model(self, rows: list[tuple], snapshot: ModelSnapshot) -> RiskModel:
+        """Both GPs conditioned on ``rows`` with ``snapshot``'s hyperparameters and ``rho_bar^2``."""
+        return RiskModel(RiskData.from_rows(rows, self.dim), snapshot.hyperparameters, self.settings,
+                         snapshot.rho_bar_sq)
 
     @engine_threads
     def recommend(self) -> ConfigRecord | None:
         """``argmax_{c in D} LCB^MV(x_c; kappa_acq)`` (CODE-RAHBO's reporting rule, §1.10)."""
-        records = [r for r in self.records if self._has_data(r)]
+        records = [r for r in self.records if self.has_data(r)]
         model = self.risk_model()
         if not records or model is None:
             return None
@@ -284,11 +335,11 @@ class Engine:
 
     @property
     def rho_bar_sq(self) -> float:
-        """Variance bound of the processed returns (eq. 19's clip): the setting, else the warp's
-        Popoviciu bound (0.25 on [-0.5, 0.5], A-5)."""
+        """Variance bound of the processed returns (eq. 19's clip): the setting, else the current
+        warp's Popoviciu bound (``bound^2``; 0.25 on [-0.5, 0.5], A-5)."""
         if self.settings.rho_bar_sq is not None:
             return self.settings.rho_bar_sq
-        return 0.25 if self.warp is None else self.warp.variance_bound
+        return 0.25 if self.warp is None else self.warp.variance_bound  # None: before the online fit
 
     def replicate_seed(self, config_id: int, seed_index: int) -> int:
         """Training seed of stream position ``seed_index`` of a configuration (31-bit)."""
@@ -341,16 +392,36 @@ class Engine:
         return self._add_record(tuple(float(v) for v in point), pool_index, "initial", k_init)
 
     def _fit_after_initial_design(self) -> None:
-        """Fit and freeze the output warp (online mode, §1.2) and the hyperparameters (§1.4.4)."""
-        if self.warp is None and self.settings.warp == "online":
-            values = [v for r in self.records if self._has_data(r) for v in r.incorporated_values()]
-            self.warp = fit_warp(np.asarray(values), bound=self.settings.warp_bound)
-        data = self._risk_data(self._data_rows())
-        self._set_hyperparameters(fit_risk_hyperparameters(data, self.settings, self.rho_bar_sq))
+        """Fit the output warp (online mode, §1.2) and the hyperparameters (§1.4.4); first snapshot."""
+        if self.online_warp:
+            self._fit_warp()
+        self.hyperparameters = self._fit_hyperparameters(init=None)
         self.lengthscale_adapter = EngineLengthscale.create(self)
+        self._take_snapshot()
+        self._note_recommendation()
 
-    def _set_hyperparameters(self, hyperparameters: RiskHyperparameters) -> None:
-        self.hyperparameters = hyperparameters
+    def _fit_warp(self) -> None:
+        """(Re-)fit the online warp on every return of the configurations with data (§1.2)."""
+        values = [v for r in self.records if self.has_data(r) for v in r.incorporated_values()]
+        self.warps.append(fit_warp(np.asarray(values), bound=self.settings.warp_bound))
+        if len(self.warps) > 1:
+            logger.info("round %d: output warp re-fitted on %d returns in [%.6g, %.6g] (re-fit %d)",
+                        self.rounds + 1, len(values), min(values), max(values), len(self.warps) - 1)
+
+    def _fit_hyperparameters(self, init: RiskHyperparameters | None) -> RiskHyperparameters:
+        """MAP fit of both GPs on the data under the current warp (§1.4.4), warm-started from ``init``."""
+        rows = [self._statistics_row(r, self._warp_index()) for r in self.records if self.has_data(r)]
+        return fit_risk_hyperparameters(RiskData.from_rows(rows, self.dim), self.settings, self.rho_bar_sq, init=init)
+
+    def _warp_index(self) -> int | None:
+        return len(self.warps) - 1 if self.warps else None
+
+    def _take_snapshot(self) -> int:
+        """Index of the snapshot of the current model, appended if the model changed (§1.2, §1.4.4)."""
+        snapshot = self.current_snapshot()
+        if not self.snapshots or not snapshot.same_model(self.snapshots[-1]):  # type: ignore[union-attr]
+            self.snapshots.append(snapshot)  # type: ignore[arg-type]
+        return len(self.snapshots) - 1
 
     # ------------------------------------------------------------------ rounds
     def _can_start_round(self) -> bool:
@@ -364,19 +435,32 @@ class Engine:
         budget_left = self._budget_left()
         return budget_left is None or budget_left >= self.settings.k_min
 
-    def _start_round(self) -> ConfigRecord:
-        """Choose ``x_t`` (eq. 11) and fix ``B_t`` (eq. 10) for a new BO round."""
+    def _round_boundary(self) -> None:
+        """Everything that may change the model, here and nowhere else: the online warp is re-fitted
+        when data have left its support (§1.2); the hyperparameters when ``refit="every_round"`` (A-7)
+        or when the warp changed, since every target did (warm-started MAP on all data: keeping the
+        old ones, or re-standardising only, lost clearly on a replay of Hartmann-6); then a lengthscale
+        strategy plays (§3.10)."""
         settings = self.settings
-        if settings.refit == "every_round" and self.rounds > 0:
-            data = self._risk_data(self._data_rows())
-            self._set_hyperparameters(
-                fit_risk_hyperparameters(data, settings, self.rho_bar_sq, init=self.hyperparameters)
-            )
+        new_warp = self.online_warp and settings.warp_refit == "outside_support" and outside_support(
+            self.warp, [v for r in self.records if self.has_data(r) for v in r.incorporated_values()])  # type: ignore[arg-type]
+        if new_warp:
+            self._fit_warp()
+        if new_warp or (settings.refit == "every_round" and self.rounds > 0):
+            self.hyperparameters = self._fit_hyperparameters(init=self.hyperparameters)
         if self.lengthscale_adapter is not None:
             self.lengthscale_adapter.before_round(self)  # theta_{t-1} played for the whole round
+
+    def _start_round(self) -> ConfigRecord:
+        """Take the round's snapshot, choose ``x_t`` (eq. 11) and fix ``B_t`` (eq. 10)."""
+        settings = self.settings
+        self._round_boundary()
+        snapshot = self._take_snapshot()
         self.rounds += 1
-        rows = self._data_rows(with_fantasies=True)
-        model = self._model(rows)
+        data_model = self._data_model(snapshot)
+        fantasies = self._fantasy_rows(snapshot, data_model)  # pending configurations below k_min (§2.5)
+        model = data_model if not fantasies else self.build_model(
+            self._snapshot_rows(snapshot) + fantasies, self.snapshots[snapshot])
         if self.pool is not None:
             pool_index = argmax_pool(model, self._pool_tensor, ~self._used_pool_rows(), settings.kappa_acq)
             x = self.pool[pool_index]
@@ -388,10 +472,12 @@ class Engine:
             )
         first_wave = settings.k_max if settings.launch_policy == "all" else settings.k_min
         record = self._add_record(tuple(float(v) for v in x), pool_index, "bo", first_wave)
-        record.kappa_stop = self._kappa_stop()
-        observed = [r for r in self.records if self._has_data(r)]
-        lcb = model.lcb_mv(self._x_tensor(observed), record.kappa_stop)
-        record.incumbent_lcb = float(lcb.max().detach())  # B_t, ERAHBO eq. 10: fixed for the round
+        record.snapshot = snapshot
+        if settings.has_certificate:
+            record.kappa_stop = self._kappa_stop()
+            observed = [r for r in self.records if self.has_data(r)]
+            lcb = data_model.lcb_mv(self._x_tensor(observed), record.kappa_stop)
+            record.incumbent_lcb = float(lcb.max().detach())  # B_t, ERAHBO eq. 10: data only, fixed for the round
         return record
 
     def _kappa_stop(self) -> float:
@@ -432,7 +518,7 @@ class Engine:
         return self._launch(record, slot)
 
     def _intensification_target(self) -> ConfigRecord | None:
-        open_ = [r for r in self.records if self._has_data(r) and len(r.slots) < self.settings.k_max]
+        open_ = [r for r in self.records if self.has_data(r) and len(r.slots) < self.settings.k_max]
         if not open_:
             return None
         lcb = self.risk_model().lcb_mv(self._x_tensor(open_), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
@@ -505,17 +591,13 @@ class Engine:
                 self._after_stop(record)
 
     def _check_stop(self, record: ConfigRecord) -> None:
-        """ERAHBO eq. 12 with ``B_t`` fixed: stop at the first certified ``k >= k_min`` (§1.8)."""
+        """ERAHBO eq. 12 with ``B_t`` fixed: stop at the first certified ``k >= k_min`` (§1.8); methods
+        without a certificate (RAHBO, GP-UCB) stop at ``k_max``."""
         k = record.n_incorporated
         settings = self.settings
         if k < settings.k_min:
             return
-        model = self._model(self._data_rows(with_fantasies=True))
-        x = self._x_tensor([record])
-        mu_f, sd_f, mu_var, sd_var = model.predict(x)
-        ucb_mv = float(mv_bounds(mu_f, sd_f, mu_var, sd_var, record.kappa_stop, settings.alpha)[0][0])  # type: ignore[arg-type]
-        record.trace.append((k, ucb_mv, float(sd_f[0]), float(sd_var[0])))
-        if ucb_mv <= record.incumbent_lcb:  # type: ignore[operator]
+        if settings.has_certificate and self._certified(record):
             self._finish(record, "certified")
         elif k >= settings.k_max:
             self._finish(record, "k_max")
@@ -523,6 +605,15 @@ class Engine:
             self._finish(record, "budget")
         elif k >= record.target:
             record.target = self._next_target(k)
+
+    def _certified(self, record: ConfigRecord) -> bool:
+        """``UCB^MV(x_t; kappa_stop,t) <= B_t`` on the data, ``x_t``'s own ``k`` returns included, under
+        the round's snapshot (eq. 12, §1.8 step 3); appends ``(k, U_k, sigma_f, sigma_var)`` to the trace."""
+        model = self._data_model(record.snapshot)  # type: ignore[arg-type]
+        mu_f, sd_f, mu_var, sd_var = model.predict(self._x_tensor([record]))
+        ucb_mv = float(mv_bounds(mu_f, sd_f, mu_var, sd_var, record.kappa_stop, self.settings.alpha)[0][0])  # type: ignore[arg-type]
+        record.trace.append((record.n_incorporated, ucb_mv, float(sd_f[0]), float(sd_var[0])))
+        return ucb_mv <= record.incumbent_lcb  # type: ignore[operator]
 
     def _next_target(self, k: int) -> int:
         """Launch policy (§2.3): doubling waves, a sliding window, or everything at once."""
@@ -540,6 +631,14 @@ class Engine:
             self._log_finished(record)
             if self.lengthscale_adapter is not None:
                 self.lengthscale_adapter.after_round(self, record)
+            if record.phase == "bo":
+                self._note_recommendation()
+
+    def _note_recommendation(self) -> None:
+        """Log ``recommend(D)`` once a round is over (§1.12: regret of the recommended configuration)."""
+        recommended = self.recommend()
+        if recommended is not None:
+            self.recommendations.append((self.n_used, recommended.config_id))
 
     def _after_stop(self, record: ConfigRecord) -> None:
         """Cancel (or, in append mode, keep) the replicates of a stopped configuration (§2.4)."""
@@ -635,38 +734,42 @@ class Engine:
         return all(s.state is SlotState.QUEUED for s in record.slots[record.n_incorporated:])
 
     # ------------------------------------------------------------------ GP data
-    def _processed(self, values: list[float]) -> np.ndarray:
+    def _processed(self, values: list[float], warp: FrozenWarp | None) -> np.ndarray:
         array = np.asarray(values, dtype=np.float64)
-        return array if self.warp is None else np.asarray(self.warp(array), dtype=np.float64)
+        return array if warp is None else np.asarray(warp(array), dtype=np.float64)
 
-    def _has_data(self, record: ConfigRecord) -> bool:
-        done_initial = record.phase == "initial" and record.status == "initial"
-        return record.n_incorporated >= self.settings.k_min and (record.phase == "bo" or done_initial)
-
-    def _data_rows(self, with_fantasies: bool = False) -> list[tuple]:
-        """``(x, m_c, s2_c, k_c)`` of every configuration with data; pending configurations below
-        ``k_min`` get a kriging-believer fantasy (§2.5) when ``with_fantasies``."""
-        rows = [self._statistics_row(r) for r in self.records if self._has_data(r)]
-        pending = [r for r in self.records if r.running and r.phase == "bo" and not self._has_data(r)]
-        if with_fantasies and pending and rows:
-            mu_f, _, mu_var, _ = self._model(rows).predict(self._x_tensor(pending))
-            for record, m, v in zip(pending, mu_f.tolist(), mu_var.tolist(), strict=True):
-                rows.append((record.x, m, max(v, 0.0), self.settings.k_min))
-        return rows
-
-    def _statistics_row(self, record: ConfigRecord) -> tuple:
-        key = (record.config_id, record.n_incorporated)
+    def _statistics_row(self, record: ConfigRecord, warp_index: int | None) -> tuple:
+        key = (record.config_id, record.n_incorporated, warp_index)
         row = self._row_cache.get(key)
         if row is None:
-            mean, variance = self.statistics(record)  # type: ignore[misc]
+            warp = None if warp_index is None else self.warps[warp_index]
+            mean, variance = sample_statistics(self._processed(record.incorporated_values(), warp))
             row = self._row_cache[key] = (record.x, mean, variance, record.n_incorporated)
         return row
 
-    def _model(self, rows: list[tuple]) -> RiskModel:
-        return RiskModel(self._risk_data(rows), self.hyperparameters, self.settings, self.rho_bar_sq)  # type: ignore[arg-type]
+    def _snapshot_rows(self, snapshot: int) -> list[tuple]:
+        """Data rows of every configuration with data, under snapshot ``snapshot``'s warp."""
+        return self.data_rows([r for r in self.records if self.has_data(r)], self.snapshots[snapshot])
 
-    def _risk_data(self, rows: list[tuple]) -> RiskData:
-        return RiskData.from_rows(rows, self.dim)
+    def _data_model(self, snapshot: int) -> RiskModel:
+        """Both GPs of snapshot ``snapshot`` on the data alone (no fantasy). The last one is kept: a
+        round's last stop check, its recommendation and the next round's ``B_t`` share it."""
+        rows = self._snapshot_rows(snapshot)
+        key = (snapshot, tuple(rows))
+        if self._model_memo is None or self._model_memo[0] != key:
+            self._model_memo = (key, self.build_model(rows, self.snapshots[snapshot]))
+        return self._model_memo[1]
+
+    def _fantasy_rows(self, snapshot: int, data_model: RiskModel) -> list[tuple]:
+        """Kriging-believer rows ``(x, mu_f(x), max(mu_var(x), 0), k_min)`` of the running BO
+        configurations below ``k_min`` (§2.5): they steer the choice of ``x_t`` away from pending
+        configurations, and nothing else (never ``B_t`` or a stop check)."""
+        pending = [r for r in self.records if r.running and r.phase == "bo" and not self.has_data(r)]
+        if not pending or not self._snapshot_rows(snapshot):
+            return []
+        mu_f, _, mu_var, _ = data_model.predict(self._x_tensor(pending))
+        return [(record.x, m, max(v, 0.0), self.settings.k_min)
+                for record, m, v in zip(pending, mu_f.tolist(), mu_var.tolist(), strict=True)]
 
     def _x_tensor(self, records: list[ConfigRecord]) -> torch.Tensor:
         return torch.tensor([list(r.x) for r in records], dtype=DTYPE)
@@ -703,3 +806,19 @@ class Engine:
     def iter_records(self) -> Iterator[ConfigRecord]:
         """Configurations in the order they were proposed."""
         return iter(self.records)
+
+
+def _check_engine_settings(settings: EngineSettings, warp: FrozenWarp | None) -> None:
+    """Settings that are valid on their own but not for an engine with this warp and budget."""
+    if warp is None and settings.warp == "none" and settings.rho_bar_sq is None:
+        raise ValueError(
+            "warp='none' uses returns as given, but no variance bound is known for them: give "
+            "rho_bar_sq (an upper bound on the variance of one configuration's returns, eq. 19's clip; "
+            "0.25 if returns lie in [-0.5, 0.5]), or a fitted warp (Engine(warp=...)), or warp='online'"
+        )
+    if settings.beta_stop_schedule != "constant" and settings.budget is None:
+        raise ValueError(
+            f"beta_stop_schedule={settings.beta_stop_schedule!r} is a function of tau = N_used / N_max and "
+            "needs a budget; without one kappa_stop would stay 0 for the whole run. Give budget=..., or "
+            "use beta_stop_schedule='constant'"
+        )

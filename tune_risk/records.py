@@ -90,7 +90,7 @@ class ConfigRecord:
     """Everything known about one configuration (ALGORITHMS.md §1.3).
 
     ``status`` is ``running`` while replicates are collected; then ``initial`` (initial design),
-    ``certified`` (``UCB^MV <= B_t``, eq. 12), ``k_max``, ``budget`` or ``failed``.
+    ``certified`` (``UCB^MV <= B_t``, eq. 12; ERAHBO only), ``k_max``, ``budget`` or ``failed``.
     """
 
     config_id: int
@@ -104,8 +104,9 @@ class ConfigRecord:
     status: str = "running"
     failures: int = 0
     next_seed_index: int = 0
-    incumbent_lcb: float | None = None  # B_t, fixed for the round (eq. 10)
+    incumbent_lcb: float | None = None  # B_t, fixed for the round (eq. 10); None without a certificate
     kappa_stop: float | None = None
+    snapshot: int | None = None  # index of the model snapshot every decision of this round uses
     trace: list[tuple[int, float, float, float]] = field(default_factory=list)  # (k, UCB^MV, σ_f, σ_var)
     closed_after_runs: int | None = None  # runs launched (all configurations) when it stopped sampling
 

@@ -87,6 +87,8 @@ class RiskAwareSearch(Searcher):
         candidates: a finite list of configurations to choose from (exact argmax over them).
         max_active_configs: configurations sampled at once (default ``ceil(W / k_min)`` with ``W``
             the trial concurrency, 2 if unknown); 1 reproduces the sequential algorithm's decisions.
+            Above 1, pending configurations steer only the choice of the next one (fantasies);
+            every certificate rests on data, under its own round's model (``tune_risk.engine``).
         budget: replicate-run budget when Tune does not pass ``num_samples`` (space given here).
         config_id_key: config key that receives the configuration's id (the same for all its
             replicates, so Tune's loggers, TensorBoard, W&B or MLflow can group them); ``None``: none.
@@ -95,8 +97,8 @@ class RiskAwareSearch(Searcher):
             budget (float in ``[0, 0.5]``, default 0.1) or a number of runs (int); 0 turns it off.
             Measured on the shipped tables with ``k_init = 2`` (this searcher's default): the
             recommended configuration's regret halves (README, "A recommendation worth deploying").
-        warp: a pre-fitted output warp (e.g. pooled over an offline table); default: fitted on the
-            initial design and frozen.
+        warp: a pre-fitted output warp (e.g. pooled over an offline table), used as is; default:
+            fitted on the initial design and re-fitted at a round start once returns leave its range.
         **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``,
             ``budget_unit="samples"`` to charge only incorporated replicates as in the paper).
     """

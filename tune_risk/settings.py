@@ -10,6 +10,9 @@ method         replicates per config      objective
 ``gp-ucb``     fixed ``k = k_max``         ``alpha = 0`` (risk neutral)
 =============  =========================  ===============================================
 
+Only ERAHBO has a certificate (eq. 12): its rounds stop as ``certified``, ``k_max`` or ``budget``;
+RAHBO's and GP-UCB's rounds never compute ``B_t`` and stop at ``k_max`` (or ``budget``).
+
 Every default carries the tag of ALGORITHMS.md §1.14 (PAPER or CHOICE); every flag that resolves an
 ambiguity of the papers names it (A-n).
 """
@@ -34,6 +37,7 @@ BETA_CONVENTIONS = ("sqrt", "multiplier")
 LATE_RESULTS = ("discard", "append")
 BUDGET_UNITS = ("samples", "runs")
 WARP_MODES = ("online", "none")
+WARP_REFITS = ("outside_support", "never")
 LENGTHSCALES = ("mll", "oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb")
 OSCBO_FORMS = ("prefix", "literal")
 OSCBO_OMEGA = 0.001  # OMD step size of Table S1
@@ -44,28 +48,40 @@ class EngineSettings:
     """Validated settings of the ask/tell engine.
 
     Attributes (defaults are the ERAHBO paper's, ALGORITHMS.md §1.14):
-        method: ``"erahbo"``, ``"rahbo"`` or ``"gp-ucb"`` (see module docstring).
+        method: ``"erahbo"``, ``"rahbo"`` or ``"gp-ucb"`` (see module docstring); only
+            ``"erahbo"`` certifies configurations (``B_t``, eq. 12).
         alpha: risk aversion ``alpha >= 0`` of ``MV = f - alpha * rho^2`` (ERAHBO eq. 5).
         k_min, k_max: replicate bounds, ``2 <= k_min <= k_max`` (a variance needs two samples).
-        k_init: replicates per initial-design configuration; ``None`` means ``k_max`` (A-8).
+        k_init: replicates per initial-design configuration, ``>= k_min`` (a configuration enters
+            the GPs with ``k >= k_min`` returns); ``None`` means ``k_max`` (A-8).
         n_initial: configurations of the scrambled-Sobol initial design.
         beta: acquisition ``beta``; ``kappa_acq = sqrt(beta)`` (A-1).
         beta_stop: ``beta_stop,max`` of the stop rule (ERAHBO eq. 12, App. C.5).
-        beta_stop_schedule / schedule_param: ``constant``, ``exponential`` (gamma) or ``sigmoid`` (s).
+        beta_stop_schedule / schedule_param: ``constant``, ``exponential`` (gamma) or ``sigmoid`` (s);
+            the last two are functions of ``tau = N_used / N_max`` and need a ``budget`` (the
+            ``Engine`` refuses them without one).
         budget: replicate-run budget ``N_max``; ``None`` means unbounded (the caller stops asking).
         budget_unit: ``"samples"`` charges incorporated BO replicates (the paper's ``N_used``, A-16);
             ``"runs"`` charges every launched run, initial design, cancelled and failed ones included
             (Ray Tune's ``num_samples``).
         charge_initial: with ``budget_unit="samples"``, also charge the initial design.
         rho_bar_sq: variance bound used to clip ``UCB_var`` in eq. 19; ``None`` takes the bound
-            implied by the warp (Popoviciu, A-5): 0.25 for the pooled warp onto [-0.5, 0.5],
-            ``warp_bound**2`` online.
-        warp: ``"online"`` fits the Vizier warper on the initial design and freezes it (§1.2);
-            ``"none"`` uses returns as given (e.g. already warped offline with a pooled warp).
-        warp_bound: the online warp maps the initial design's range onto [-0.5, 0.5] and
-            extrapolates linearly up to ``[-warp_bound, warp_bound]``. The spec's literal clip at
-            0.5 would make every return above the initial design's best one identical, blinding
-            the search exactly where it matters; 1.0 keeps them ordered.
+            implied by the warp (Popoviciu, A-5): ``warp_bound**2``, 0.25 by default. Required
+            with ``warp="none"`` and no fitted warp given to the engine.
+        warp: ``"online"`` fits the Vizier warper on the initial design (§1.2); ``"none"`` uses
+            returns as given. Ignored when a fitted warp (e.g. pooled over an offline table) is
+            given to the ``Engine``: that warp is used as is and never re-fitted.
+        warp_refit: ``"outside_support"`` re-fits the online warp on all data at the start of a
+            round when returns have left the range it was fitted on (a round boundary only; every
+            decision of a round is taken under the warp current at its start), and re-fits the
+            hyperparameters with it; ``"never"`` keeps the warp fitted on the initial design for
+            the whole run.
+        warp_bound: the online warp maps the range of its fitting sample onto [-0.5, 0.5] and,
+            until the next re-fit, extends linearly beyond it up to ``[-warp_bound, warp_bound]``.
+            0.5 (default) clips at the fitted range, as Vizier's warper does; since the warp is
+            re-fitted at the next round start, the clip acts only inside a round, and the
+            Popoviciu bound stays ``rho_bar^2 = 0.25`` (A-5). A replay study found no difference
+            from 1.0 (README, "Online output warp").
         mean_noise, var_noise: A-4 and A-6 resolutions for the two GPs.
         kernel: ``"rbf"`` (BoTorch default with dimension-scaled prior, A-14) or ``"matern52"``.
         refit: hyperparameters fitted ``"once"`` on the initial design, or ``"every_round"`` (A-7).
@@ -90,7 +106,6 @@ class EngineSettings:
             its OMD step size (Table S1's 0.001) and the role of the initial design in S5 (``"prefix"``:
             conditioning only, O-2; ``"literal"``: rounds weighted ``lambda_1``). Only with
             ``lengthscale="oscbo"`` or ``"oscbo-l1"``.
-        pool_exclude_evaluated: exclude evaluated pool rows from the acquisition (A-10).
         intensify: replicate runs reserved at the end of the budget for incumbent intensification:
             once no BO round can start, they add replicates to the three configurations with the
             highest ``LCB^MV`` (``Engine._intensify``); 0 (the default, chosen from
@@ -116,7 +131,8 @@ class EngineSettings:
     charge_initial: bool = False
     rho_bar_sq: float | None = None
     warp: str = "online"
-    warp_bound: float = 1.0
+    warp_refit: str = "outside_support"
+    warp_bound: float = 0.5
     mean_noise: str = "eq19"
     var_noise: str = "learned"
     kernel: str = "rbf"
@@ -146,6 +162,9 @@ class EngineSettings:
         _check_int("k_max", self.k_max, minimum=self.k_min, why=f"k_max must be >= k_min={self.k_min}")
         if self.k_init is not None:
             _check_int("k_init", self.k_init, minimum=2, why="a sample variance needs two replicates")
+            _check_int("k_init", self.k_init, minimum=self.k_min, why=(
+                f"k_min={self.k_min}: a configuration enters the GPs only with k >= k_min returns, so "
+                "an initial design with fewer would never be used"))
         _check_int("n_initial", self.n_initial, minimum=2, why="the GPs need two configurations")
         _check_number("beta", self.beta, minimum=0.0, strict=True)
         _check_number("beta_stop", self.beta_stop, minimum=0.0)
@@ -157,7 +176,7 @@ class EngineSettings:
             _check_number("rho_bar_sq", self.rho_bar_sq, minimum=0.0, strict=True)
         _check_number("warp_bound", self.warp_bound, minimum=0.5)
         for name, valid in (
-            ("warp", WARP_MODES), ("mean_noise", MEAN_NOISE), ("var_noise", VAR_NOISE),
+            ("warp", WARP_MODES), ("warp_refit", WARP_REFITS), ("mean_noise", MEAN_NOISE), ("var_noise", VAR_NOISE),
             ("kernel", KERNELS), ("refit", REFIT), ("standardization", STANDARDIZATION),
             ("beta_convention", BETA_CONVENTIONS), ("launch_policy", LAUNCH_POLICIES),
             ("late_results", LATE_RESULTS), ("lengthscale", LENGTHSCALES),
@@ -229,6 +248,12 @@ class EngineSettings:
     def kappa(self, beta: float) -> float:
         """Confidence multiplier for a ``beta`` (A-1): ``sqrt(beta)``, or ``beta`` itself."""
         return math.sqrt(beta) if self.beta_convention == "sqrt" else beta
+
+    @property
+    def has_certificate(self) -> bool:
+        """``True`` for ERAHBO, whose rounds compute ``B_t`` (eq. 10) and may stop certified
+        (eq. 12); RAHBO and GP-UCB sample a fixed ``k`` and have no certificate."""
+        return self.method == "erahbo"
 
     @property
     def kappa_acq(self) -> float:

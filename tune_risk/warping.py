@@ -1,20 +1,23 @@
-"""Vizier's default output warper, fitted once and then frozen (ALGORITHMS.md §1.2; ERAHBO Sec. 5).
+"""Vizier's default output warper, fitted on a sample and frozen (ALGORITHMS.md §1.2; ERAHBO Sec. 5).
 
 ERAHBO processes every individual replicate return with Vizier's ``create_default_warper()``
 (HalfRank, then Log with offset ``c = 1.5``; the Infeasible step is a no-op once NaN returns
 are filtered out, §1.11) and computes sample means, sample variances and the MV objective
-``f − α ρ²`` (ERAHBO eqs. 1–5, α = 1) on the warped scale.  Every warped value lies in
-``[−0.5, 0.5]``, so by Popoviciu's inequality the variance of the warped return of any
-configuration is at most ``ρ̄² = 0.25`` (§1.2, A-5).
+``f − α ρ²`` (ERAHBO eqs. 1–5, α = 1) on the warped scale.  The warper maps its fitting sample
+onto ``[−0.5, 0.5]``, so by Popoviciu's inequality the variance of any configuration's warped
+returns within that sample is at most ``ρ̄² = 0.25`` (§1.2, A-5).
 
 Two uses are supported:
 
 * offline (the paper's pooled table): :func:`warp_values` applies the warper to its own
-  fitting sample, e.g. the whole ``(n_configs, n_seeds)`` table of a task;
-* online: :func:`fit_warp` fits on the returns of the initial design and returns a
-  :class:`FrozenWarp`, a monotone piecewise-linear interpolant through the fitted
-  ``(raw, warped)`` pairs that extrapolates linearly and is clipped to ``[−0.5, 0.5]``.
-  Re-fitting during a run would change the MV objective and is not done (§1.2).
+  fitting sample, e.g. the whole ``(n_configs, n_seeds)`` table of a task; every return is in
+  the sample, so every warped return is in ``[−0.5, 0.5]``;
+* online: :func:`fit_warp` fits on the returns observed so far and returns a :class:`FrozenWarp`,
+  a monotone piecewise-linear interpolant through the fitted ``(raw, warped)`` pairs. Beyond the
+  fitted range it extends linearly and clips at ``±bound`` (``bound ≥ 0.5``; ``ρ̄² = bound²``).
+  A clip makes every return beyond it identical, so the engine re-fits the warp on all data at
+  the start of a round once returns have left the fitted range, and never inside a round: every
+  decision of a round uses one warp (``tune_risk.snapshots``).
 """
 
 from __future__ import annotations
@@ -138,11 +141,11 @@ class FrozenWarp:
 
     .. math:: \tilde y = \mathrm{clip}\big(L(y), −0.5, 0.5\big),
 
-    where ``L`` interpolates linearly between knots and extends the first and last segments
-    linearly beyond the ends.  Since the end knots are warped to exactly ∓0.5 and ``L`` is
-    increasing, any return below (above) the fitted range maps to −0.5 (0.5).  At the knots the
-    map reproduces :func:`warp_values` exactly.  Degenerate fit (a single unique value): every
-    input maps to 0.0.
+    where ``L`` interpolates linearly between knots; with ``bound = 0.5`` every return below (above)
+    the fitted range maps to −0.5 (0.5), since the end knots are warped to exactly ∓0.5; with a
+    wider ``bound``, ``L`` extends beyond the ends with the secant slope of the outer half of the
+    knots (:meth:`_extrapolate`) until it reaches ``±bound``.  At the knots the map reproduces
+    :func:`warp_values` exactly.  Degenerate fit (a single unique value): every input maps to 0.0.
     """
 
     raw_knots: np.ndarray
@@ -255,9 +258,9 @@ def fit_warp(y: np.ndarray, bound: float = WARPED_MAX) -> FrozenWarp:
 
     Args:
         y: finite raw returns, normally 1-D (entries of an array of any shape are pooled).
-        bound: outputs are clipped to ``[-bound, bound]``. 0.5 (the fitted range) suits a pooled
-            table that contains every return; online, returns outside the initial design's range
-            must still rank, so the engine uses a wider bound and linear extrapolation.
+        bound: outputs are clipped to ``[-bound, bound]`` (``bound >= 0.5``). 0.5 (the fitted
+            range) suits a pooled table that contains every return; online, a wider bound keeps
+            returns beyond the fitted range ordered until the engine re-fits the warp.
 
     Returns:
         The frozen warp; ``fit_warp(y)(y) == warp_values(y)`` exactly.

@@ -157,11 +157,26 @@ def runs_of(engine: Engine, config_id: int) -> list:
     return [run for run in engine.runs.values() if run.config_id == config_id]
 
 
-def processed_stats(engine: Engine, record: ConfigRecord, k: int | None = None) -> tuple[float, float]:
-    """Sample mean and unbiased variance (eq. 7) of the first ``k`` processed returns, by numpy."""
+def round_warp(engine: Engine, record: ConfigRecord | None = None):
+    """The output warp of ``record``'s round (its snapshot), or the engine's current one."""
+    if record is None or record.snapshot is None:
+        return engine.warp
+    index = engine.snapshots[record.snapshot].warp_index
+    return None if index is None else engine.warps[index]
+
+
+def round_hyperparameters(engine: Engine, record: ConfigRecord) -> RiskHyperparameters:
+    """The hyperparameters of ``record``'s round (its snapshot)."""
+    return engine.snapshots[record.snapshot].hyperparameters
+
+
+def processed_stats(engine: Engine, record: ConfigRecord, k: int | None = None, warp="current") -> tuple[float, float]:
+    """Sample mean and unbiased variance (eq. 7) of the first ``k`` processed returns, by numpy,
+    with ``warp`` (default: the engine's current warp)."""
     values = np.asarray(record.incorporated_values()[: k if k is not None else record.n_incorporated])
-    if engine.warp is not None:
-        values = np.asarray(engine.warp(values))
+    warp = engine.warp if warp == "current" else warp
+    if warp is not None:
+        values = np.asarray(warp(values))
     return float(values.mean()), float(values.var(ddof=1))
 
 
@@ -248,17 +263,20 @@ def reference_bounds(rows, hp, settings, Xq, kappa, rho_bar_sq) -> tuple[torch.T
     return mu_f + kappa * sd_f - a * (mu_var - kappa * sd_var), mu_f - kappa * sd_f - a * (mu_var + kappa * sd_var)
 
 
-def rho_bar_sq_of(engine: Engine) -> float:
-    """Variance bound of the processed returns (A-5): the setting, else Popoviciu's bound of the warp's
-    output range ``[-bound, bound]``, else 0.25 (returns assumed already in [-0.5, 0.5])."""
+def rho_bar_sq_of(engine: Engine, record: ConfigRecord | None = None) -> float:
+    """Variance bound of the processed returns (A-5): the setting, else Popoviciu's bound of the output
+    range ``[-bound, bound]`` of ``record``'s round warp (default: the current warp), else 0.25."""
     if engine.settings.rho_bar_sq is not None:
         return engine.settings.rho_bar_sq
-    return 0.25 if engine.warp is None else engine.warp.bound**2
+    warp = round_warp(engine, record)
+    return 0.25 if warp is None else warp.bound**2
 
 
 def rows_before(engine: Engine, record: ConfigRecord) -> list[tuple]:
-    """``D_{t-1}`` of a sequential run: data rows of every configuration proposed before ``record``."""
+    """``D_{t-1}`` of a sequential run: data rows of every configuration proposed before ``record``,
+    processed by the warp of ``record``'s round."""
+    warp = round_warp(engine, record)
     return [
-        (r.x, *processed_stats(engine, r), r.n_incorporated)
+        (r.x, *processed_stats(engine, r, warp=warp), r.n_incorporated)
         for r in engine.records[: record.config_id] if has_data(engine, r)
     ]

@@ -2,7 +2,8 @@
 
 Hypothesis draws the number of workers (1-6), arrival orders, failures (``None``/NaN/+-inf),
 cancellations honoured late or overtaken by the run's result, duplicate reports, the launch
-policy, ``max_active_configs`` in {1, 2, 3}, late-result handling and the budget unit, and checks:
+policy, ``max_active_configs`` in {1, 2, 3}, late-result handling, the budget unit and whether the
+online warp is re-fitted (each re-fit also re-fits the hyperparameters), and checks:
 
 * ``k_min <= k <= k_max`` for finished BO configurations (see ``check_k`` for the budget caveat);
 * the budget is never exceeded;
@@ -39,6 +40,7 @@ scenario = st.fixed_dictionaries({
     "launch_policy": st.sampled_from(["doubling", "window", "all"]),
     "late_results": st.sampled_from(["discard", "append"]),
     "budget_unit": st.sampled_from(["samples", "runs"]),
+    "warp_refit": st.sampled_from(["outside_support", "never"]),
     "p_fail": st.sampled_from([0.0, 0.1, 0.3]),
     "p_honour": st.sampled_from([0.25, 0.6, 1.0]),
     "seed": st.integers(0, 2**16),
@@ -54,7 +56,7 @@ def build(sc: dict) -> tuple[Engine, Cluster]:
         "erahbo", k_min=k_min, k_max=k_max, k_init=k_init, n_initial=n_initial, budget=budget,
         budget_unit=sc["budget_unit"], launch_policy=sc["launch_policy"], window=2,
         max_active_configs=sc["max_active_configs"], late_results=sc["late_results"],
-        max_failures_per_config=1, seed=sc["seed"] % 7,
+        max_failures_per_config=1, seed=sc["seed"] % 7, warp_refit=sc["warp_refit"],
     )
     _, X = pool_of("branin", 24, seed=1)
     cluster = Cluster(

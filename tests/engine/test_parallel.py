@@ -12,7 +12,18 @@ import functools
 
 import pytest
 import torch
-from conftest import Cluster, bo_records, decisions, pool_of, run_sequential, runs_of, sampler
+from conftest import (
+    Cluster,
+    bo_records,
+    decisions,
+    has_data,
+    pool_of,
+    processed_stats,
+    reference_bounds,
+    run_sequential,
+    runs_of,
+    sampler,
+)
 
 from tune_risk.engine import Engine
 from tune_risk.records import DONE, Replicate, RunStatus
@@ -136,8 +147,8 @@ def test_late_results_discard_never_incorporates_cancelled_results():
 
 def test_asynchronous_mode_runs_several_configurations():
     """§2.5: with ``max_active_configs > 1`` idle workers start further configurations; pending ones
-    below ``k_min`` enter the GPs as a kriging-believer fantasy and are never proposed twice; each
-    configuration keeps its own ``B_t``."""
+    below ``k_min`` steer the acquisition as kriging-believer fantasies and are never proposed twice;
+    each configuration keeps its own ``B_t``."""
     objective, X = pool_of("sine", 32, seed=0)
     engine = make_engine(max_active_configs=3)
     sample = sampler(objective)
@@ -153,11 +164,11 @@ def test_asynchronous_mode_runs_several_configurations():
             assert bounds.setdefault(record.config_id, record.incumbent_lcb) == record.incumbent_lcb
         pending = [r for r in running if r.n_incorporated < engine.settings.k_min]
         if len(running) >= 2 and pending and not checked_fantasy:
-            rows = engine._data_rows(with_fantasies=True)
-            observed = engine._data_rows()
-            fantasy = [row for row in rows if row[0] in {r.x for r in pending}]
-            assert len(fantasy) == len(pending) and len(rows) == len(observed) + len(pending)
-            mu_f, _, mu_var, _ = engine._model(observed).predict(
+            snapshot = len(engine.snapshots) - 1
+            observed = engine.data_rows([r for r in engine.records if engine.has_data(r)], engine.snapshots[snapshot])
+            fantasy = engine._fantasy_rows(snapshot, engine.risk_model())
+            assert [row[0] for row in fantasy] == [r.x for r in pending]
+            mu_f, _, mu_var, _ = engine.build_model(observed, engine.snapshots[snapshot]).predict(
                 torch.tensor([list(row[0]) for row in fantasy], dtype=torch.float64)
             )
             for row, m, v in zip(fantasy, mu_f.tolist(), mu_var.tolist(), strict=True):
@@ -179,6 +190,93 @@ def test_asynchronous_mode_runs_several_configurations():
     assert engine.n_used <= engine.settings.budget
     for record in bo_records(engine):
         assert engine.settings.k_min <= record.n_incorporated <= engine.settings.k_max
+
+
+class RoundAudit:
+    """Asynchronous driver that checks every certificate against an independent reference.
+
+    When a round starts, it captures the model the engine exposes then (``hyperparameters``, ``warp``,
+    ``rho_bar_sq``) and recomputes ``B_t`` with BoTorch models on the *data* at that moment: every
+    configuration with ``k >= k_min`` returns, no fantasy. After every result it recomputes each new
+    stop check ``U_k`` on the data at that moment under the model captured at the round's start.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine, self.models, self.seen = engine, {}, {}
+        self.bounds_with_pending = self.checks_with_pending = self.checks_after_newer_round = 0
+
+    def rows(self, warp, replace=None) -> list[tuple]:
+        """Data rows now, processed by ``warp``; ``replace=(record, k)`` uses that record's first ``k``."""
+        rows = []
+        for r in self.engine.records:
+            k = replace[1] if replace is not None and r is replace[0] else r.n_incorporated
+            if has_data(self.engine, r) or (replace is not None and r is replace[0]):
+                rows.append((r.x, *processed_stats(self.engine, r, k, warp), k))
+        return rows
+
+    def pending_below_k_min(self, but=None) -> bool:
+        return any(r.running and r.phase == "bo" and r is not but and not has_data(self.engine, r)
+                   for r in self.engine.records)
+
+    def on_new_round(self, record) -> None:
+        engine = self.engine
+        model = (engine.hyperparameters, engine.warp, engine.rho_bar_sq)
+        self.models[record.config_id] = model
+        rows = self.rows(model[1])
+        X = torch.tensor([list(row[0]) for row in rows], dtype=torch.float64)
+        _, lcb = reference_bounds(rows, model[0], engine.settings, X, record.kappa_stop, model[2])
+        assert record.incumbent_lcb == pytest.approx(float(lcb.max()), abs=1e-8), "B_t is not max LCB^MV on the data"
+        self.bounds_with_pending += self.pending_below_k_min(but=record)
+
+    def after_tell(self) -> None:
+        engine = self.engine
+        for record in bo_records(engine):
+            new = record.trace[self.seen.get(record.config_id, 0):]
+            self.seen[record.config_id] = len(record.trace)
+            hp, warp, rho = self.models[record.config_id]
+            for k, u, _, _ in new:
+                rows = self.rows(warp, replace=(record, k))
+                x = torch.tensor([list(record.x)], dtype=torch.float64)
+                ucb, _ = reference_bounds(rows, hp, engine.settings, x, record.kappa_stop, rho)
+                assert u == pytest.approx(float(ucb[0]), abs=1e-8), (record.config_id, k)
+                self.checks_with_pending += self.pending_below_k_min(but=record)
+                self.checks_after_newer_round += record is not bo_records(engine)[-1]
+
+    def run(self, sample, workers: int) -> Engine:
+        engine, in_flight = self.engine, []
+        while True:
+            while len(in_flight) < workers and isinstance(request := engine.ask(), Replicate):
+                in_flight.append(request)
+                record = engine.records[request.config_id]
+                if record.phase == "bo" and record.config_id not in self.models:
+                    self.on_new_round(record)
+            for run_id in engine.pending_cancellations():
+                in_flight = [r for r in in_flight if r.run_id != run_id]
+                engine.tell_cancelled(run_id)
+            if not in_flight:
+                if engine.ask() is DONE:
+                    return engine
+                continue
+            request = in_flight.pop(len(in_flight) // 2)
+            engine.tell(request.run_id, sample(request))
+            self.after_tell()
+
+
+@pytest.mark.parametrize("overrides", [{}, {"refit": "every_round"}, {"lengthscale": "oscbo"}],
+                         ids=["frozen", "refit_every_round", "oscbo_lengthscale"])
+def test_asynchronous_certificates_rest_on_data_under_one_model(overrides):
+    """§2.5 and one model per round (§1.4.4, §3.10): in the asynchronous mode ``B_t`` and every stop
+    check use data only (fantasies steer the acquisition, never the certificate), and each round's
+    checks use the model of its own start, even after later rounds re-fitted the hyperparameters or
+    played another lengthscale. Before the fix, rounds used fantasy rows and the newest model."""
+    objective, _ = pool_of("sine", 32, seed=0)
+    engine = make_engine(max_active_configs=3, budget=60, **overrides)
+    audit = RoundAudit(engine)
+    audit.run(sampler(objective), workers=6)
+    assert audit.bounds_with_pending > 0 and audit.checks_with_pending > 0, "no fantasy was ever present"
+    assert audit.checks_after_newer_round > 0, "no check happened after a later round had started"
+    if overrides:  # the model did change between rounds, so the checks above could tell
+        assert len({repr(hp) for hp, _, _ in audit.models.values()}) > 1
 
 
 def test_budget_stop_waits_for_results_that_arrived_out_of_order():

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
 from tune_risk.engine import Engine
+from tune_risk.objectives import get_objective, make_pool_table
+from tune_risk.records import DONE
 from tune_risk.settings import EngineSettings
+from tune_risk.warping import fit_warp
 
 
 @pytest.mark.parametrize(
@@ -36,6 +42,7 @@ from tune_risk.settings import EngineSettings
         ({"window": 0}, r"window must be >= 1, got window=0"),
         ({"n_initial": 1}, r"n_initial must be >= 2, got n_initial=1"),
         ({"k_init": 1}, r"k_init must be >= 2, got k_init=1"),
+        ({"k_min": 3, "k_max": 6, "k_init": 2}, r"k_init must be >= 3, got k_init=2 \(k_min=3: .*never be used\)"),
         ({"budget": 0}, r"budget must be >= 1, got budget=0"),
         ({"rho_bar_sq": 0.0}, r"rho_bar_sq must be > 0, got rho_bar_sq=0\.0"),
         ({"seed": -1}, r"seed must be >= 0, got seed=-1"),
@@ -135,7 +142,73 @@ def test_bad_runs_at_the_surface():
         engine.tell_cancelled(replicate.run_id)
 
 
+def test_documented_settings_are_the_fields():
+    """Every name in the ``Attributes:`` section of ``EngineSettings`` is a field and every field is
+    documented (a documented ``pool_exclude_evaluated`` did not exist)."""
+    doc = EngineSettings.__doc__.split("Attributes")[1]
+    documented = set()
+    for line in doc.splitlines():
+        if re.match(r"^ {8}\w", line):  # an entry: "name:" or "name / other:" or "name, other:"
+            documented.update(re.findall(r"\b(\w+)\b", line.split(":")[0]))
+    assert documented == {f.name for f in dataclasses.fields(EngineSettings)}
+
+
+@pytest.mark.parametrize(
+    "overrides,match",
+    [
+        ({"warp": "none"}, r"warp='none' uses returns as given.*give rho_bar_sq"),
+        ({"beta_stop_schedule": "exponential", "schedule_param": 5.0},
+         r"beta_stop_schedule='exponential' .* needs a budget; without one kappa_stop would stay 0"),
+        ({"beta_stop_schedule": "sigmoid", "schedule_param": 10.0}, r"beta_stop_schedule='sigmoid' .* needs a budget"),
+    ],
+)
+def test_engine_refuses_settings_that_would_silently_misbehave(overrides, match):
+    """``warp="none"`` without a variance bound assumed returns in [-0.5, 0.5]; a ``beta_stop``
+    schedule without a budget kept ``kappa_stop = 0`` for the whole run."""
+    with pytest.raises(ValueError, match=match):
+        Engine(EngineSettings(n_initial=2, k_max=4, **overrides), dim=2)
+    if overrides.get("warp") == "none":  # fine with a bound or with a fitted warp
+        Engine(EngineSettings(n_initial=2, k_max=4, rho_bar_sq=4.0, **overrides), dim=2)
+        Engine(EngineSettings(n_initial=2, k_max=4, **overrides), dim=2, warp=fit_warp(np.arange(5.0)))
+    else:
+        Engine(EngineSettings(n_initial=2, k_max=4, budget=30, **overrides), dim=2)
+
+
 def test_unsupported_state_version():
     state = Engine(SETTINGS, dim=2).state_dict()
-    with pytest.raises(ValueError, match=r"unsupported engine state version 99"):
+    with pytest.raises(ValueError, match=r"unsupported engine state version 99; this tune_risk reads versions 1 and 2"):
         Engine.from_state_dict({**state, "version": 99})
+
+
+def _as_version_1(state: dict) -> dict:
+    """A version-2 state with one warp and one snapshot, written as version 1 wrote it."""
+    assert len(state["warps"]) == 1 and len(state["snapshots"]) == 1
+    old = {k: v for k, v in state.items() if k not in ("warps", "online_warp", "snapshots", "recommendations")}
+    old["settings"] = {k: v for k, v in state["settings"].items() if k != "warp_refit"}
+    old["records"] = [{k: v for k, v in r.items() if k != "snapshot"} for r in state["records"]]
+    return {**old, "version": 1, "warp": state["warps"][0],
+            "hyperparameters": state["snapshots"][0]["hyperparameters"]}
+
+
+def test_version_1_state_loads_and_continues_with_its_frozen_warp():
+    """State version 2 adds warps, snapshots and recommendations; a version-1 checkpoint (one frozen
+    warp, one set of hyperparameters) still loads and continues as a run whose warp is never re-fitted."""
+    objective = get_objective("sine")
+    X, _ = make_pool_table(objective, 32, 1, 0)
+    settings = EngineSettings.for_method("erahbo", n_initial=4, k_max=6, budget=30, seed=3, warp_refit="never")
+
+    def run(engine: Engine, steps: int | None = None) -> Engine:
+        while (steps is None or steps > 0) and (request := engine.ask()) is not DONE:
+            engine.tell(request.run_id, objective.sample(np.asarray(request.x), request.seed))
+            steps = None if steps is None else steps - 1
+        return engine
+
+    original = run(Engine(settings, pool=X), steps=40)
+    assert original.rounds >= 1
+    restored = Engine.from_state_dict(_as_version_1(original.state_dict()))
+    assert restored.state_dict()["version"] == 2 and restored.online_warp is False
+    assert [r.snapshot for r in restored.records if r.phase == "bo"] == [0] * restored.rounds
+    run(original), run(restored)
+    assert [(r.pool_index, r.n_incorporated, r.status, r.trace) for r in restored.records] == [
+        (r.pool_index, r.n_incorporated, r.status, r.trace) for r in original.records]
+    assert len(restored.warps) == 1

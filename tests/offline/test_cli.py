@@ -10,7 +10,8 @@ from tune_risk.cli import main
 from tune_risk.objectives import get_objective, make_pool_table
 
 RUNS_COLUMNS = ["table", "method", "repeat", "n_eval", "config_row", "regret", "normalised_regret",
-                "cumulative_regret", "compute"]
+                "recommended_regret", "normalised_recommended_regret", "cumulative_regret",
+                "cumulative_regret_with_initial", "compute"]
 ROUNDS_COLUMNS = ["table", "method", "repeat", "round", "config_row", "k", "stop_reason", "B_t", "mv_true"]
 
 
@@ -41,6 +42,17 @@ def test_replay_writes_runs_rounds_and_summary(arlbench_csv, tmp_path):
     for name in ("summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png", "k_vs_mv.png"):
         assert (out / name).stat().st_size > 0
     assert "erahbo" in (out / "summary.md").read_text()
+    assert "regret of the recommended configuration" in (out / "summary.md").read_text()
+
+
+def test_replay_with_online_warp_and_k_init(arlbench_csv, tmp_path):
+    """``--warp online --k-init 2``: the live-use warp fitted on a 2-replicate initial design."""
+    base = ["replay", "--table", str(arlbench_csv), "--methods", "erahbo", "--repeats", "1", "--budget", "40"]
+    assert main([*base, "--out", str(tmp_path / "pooled"), "--k-init", "2"]) == 0
+    assert main([*base, "--out", str(tmp_path / "online"), "--k-init", "2", "--warp", "online"]) == 0
+    pooled, online = (pd.read_csv(tmp_path / d / "rounds.csv") for d in ("pooled", "online"))
+    assert not pooled.equals(online)  # the methods see different returns
+    assert pd.read_csv(tmp_path / "online" / "runs.csv").n_eval.max() <= 40
 
 
 def test_replay_via_tune_matches_direct(ray_session, arlbench_csv, tmp_path):
@@ -57,6 +69,7 @@ def test_replay_via_tune_matches_direct(ray_session, arlbench_csv, tmp_path):
     (["--methods", "bohb"], "unknown method 'bohb'"),
     (["--budget", "1"], "budget=1"),
     (["--methods", "rahbo-k30"], "24 seeds, fewer than k_max=30"),
+    (["--k-init", "1"], "k_init must be >= 2"),
 ])
 def test_bad_replay_arguments_give_one_clear_line(arlbench_csv, tmp_path, capsys, args, message):
     code = main(["replay", "--table", str(arlbench_csv), "--repeats", "1", "--out", str(tmp_path), *args])

@@ -12,7 +12,7 @@ import torch
 from tune_risk.engine import Engine
 from tune_risk.models import DTYPE, ConditionedGP
 from tune_risk.records import DONE
-from tune_risk.risk_model import RiskHyperparameters, RiskModel
+from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel
 from tune_risk.settings import EngineSettings
 
 
@@ -48,28 +48,33 @@ def test_strategies_run_in_the_engine_and_set_the_mean_gp(name):
     engine = drive(Engine(settings(name), dim=2))
     adapter = engine.lengthscale_adapter
     assert adapter is not None and engine.rounds >= 5
-    rounds_with_data = sum(1 for r in engine.records if r.phase == "bo" and engine._has_data(r))
+    rounds_with_data = sum(1 for r in engine.records if r.phase == "bo" and engine.has_data(r))
     assert len(adapter.diagnostics) == rounds_with_data
     mean_hp = engine.hyperparameters.mean_gp
     assert mean_hp.kernel == "matern52" and mean_hp.constant == 0.0
     assert len(set(mean_hp.lengthscale)) == 1  # isotropic
     assert list(mean_hp.lengthscale[:1]) == adapter.played[str(engine.rounds)]
-    # G_var is ERAHBO's own fit, untouched (same initial design as the MLL engine)
+    # G_var is ERAHBO's own fit (same initial design as the MLL engine), changed only with the warp
     reference = drive(Engine(settings("mll"), dim=2), stop_at_round=0)
-    assert engine.hyperparameters.variance_gp == reference.hyperparameters.variance_gp
+    assert engine.snapshots[0].hyperparameters.variance_gp == reference.hyperparameters.variance_gp
+    for before, after in zip(engine.snapshots, engine.snapshots[1:], strict=False):
+        if before.warp_index == after.warp_index:
+            assert before.hyperparameters.variance_gp == after.hyperparameters.variance_gp
 
 
 def test_oscbo_feedback_is_the_heteroscedastic_residual_of_the_played_theta():
     engine = drive(Engine(settings("oscbo"), dim=2), stop_at_round=4)
     adapter = engine.lengthscale_adapter
     record = [r for r in engine.records if r.phase == "bo" and r.round == 4][0]
-    records = [r for r in engine.records if engine._has_data(r) and r.config_id <= record.config_id]
-    rows = [engine._statistics_row(r) for r in records]
-    hp = engine.hyperparameters
-    full = RiskModel(engine._risk_data(rows), hp, engine.settings, engine.rho_bar_sq)
+    records = [r for r in engine.records if engine.has_data(r) and r.config_id <= record.config_id]
+    snapshot = engine.snapshot_of(record)  # the round's model: G_var, standardisation, warp
+    rows = engine.data_rows(records, snapshot)
+    hp = snapshot.hyperparameters
+    full = RiskModel(RiskData.from_rows(rows, engine.dim), hp, engine.settings, snapshot.rho_bar_sq)
     played = adapter._mean_hyperparameters(hp, adapter.played["4"], engine.dim)
-    prev = RiskModel(engine._risk_data(rows[:-1]), RiskHyperparameters(hp.variance_gp, played), engine.settings,
-                     engine.rho_bar_sq)
+    assert played == hp.mean_gp, "round 4 was not decided with the lengthscale played for it"
+    prev = RiskModel(RiskData.from_rows(rows[:-1], engine.dim), RiskHyperparameters(hp.variance_gp, played),
+                     engine.settings, snapshot.rho_bar_sq)
     mu, sd = prev.mean_gp.predict(torch.tensor([record.x], dtype=DTYPE))
     gp: ConditionedGP = prev.mean_gp
     m_hat = (rows[-1][1] - gp.y_mean) / gp.y_std

@@ -193,4 +193,4 @@ def test_pickled_state_is_versioned():
     searcher = make()
     drive(searcher, 3)
     state = pickle.loads(pickle.dumps(searcher.get_state()))
-    assert state["_engine_state"]["version"] == 1
+    assert state["_engine_state"]["version"] == 2

@@ -6,9 +6,11 @@ the frozen output standardisation of ``m_hat``. The mean GP becomes Matérn-5/2 
 and mean 0 (the OSCBO model), with an isotropic lengthscale.
 
 * **Start** (after the initial design): ``theta_0`` = MLL fit on ``D_0`` with per-point noise ``Sigma_hat``.
-* **Round start** (``Engine._start_round``): ``theta_{t-1}`` = ``strategy.propose(t)`` is played for the
-  whole round: acquisition, ``B_t``, every ``UCB^MV(x_t; k)`` and ``Sigma_hat``.
-* **Round end** (``Engine._finish``): the feedback uses the final ``(m_hat_t, k_t)``::
+* **Round start** (the engine's round boundary): ``theta_{t-1}`` = ``strategy.propose(t)`` becomes part of
+  the round's model snapshot, so it is played for the whole round: acquisition, ``B_t``, every
+  ``UCB^MV(x_t; k)`` and ``Sigma_hat``, even while later rounds play other values (asynchronous mode).
+* **Round end** (the round stops sampling): the feedback uses the final ``(m_hat_t, k_t)`` under the
+  round's snapshot::
 
       z_t = (m_hat_t - mu_{f,t-1}(x_t)) / sqrt(Sigma_hat_t + sigma^2_{f,t-1}(x_t)),  L^c_t = |z_t|^p / beta^{p/2} - 1
       L^s_t = log(1 + sigma^2_{f,t-1}(x_t)/Sigma_hat_t) / log(1 + 1/Sigma_hat_t)
@@ -81,17 +83,15 @@ class EngineLengthscale:
         self.apply(engine, theta)
 
     def after_round(self, engine: Engine, record: ConfigRecord) -> None:
-        """Feedback of the round of ``record`` once it stopped sampling (§3.10)."""
-        if record.phase != "bo" or not engine._has_data(record) or str(record.round) not in self.played:
+        """Feedback of the round of ``record`` once it stopped sampling (§3.10), under the round's
+        snapshot, whose mean GP has the lengthscale played in that round."""
+        if record.phase != "bo" or not engine.has_data(record) or str(record.round) not in self.played:
             return
-        records = [r for r in engine.records if engine._has_data(r)]
+        snapshot = engine.snapshot_of(record)
+        records = [r for r in engine.records if engine.has_data(r)]
         others = [r for r in records if r.config_id != record.config_id]
-        hp = engine.hyperparameters
-        model = RiskModel(engine._risk_data([engine._statistics_row(r) for r in records]), hp, engine.settings,
-                          engine.rho_bar_sq)
-        played = self._mean_hyperparameters(hp, self.played[str(record.round)], engine.dim)
-        previous = RiskModel(engine._risk_data([engine._statistics_row(r) for r in others]),
-                             RiskHyperparameters(hp.variance_gp, played), engine.settings, engine.rho_bar_sq)
+        model = engine.build_model(engine.data_rows(records, snapshot), snapshot)
+        previous = engine.build_model(engine.data_rows(others, snapshot), snapshot)
         gp = previous.mean_gp
         with torch.no_grad():
             mu, sd = gp.predict(engine._x_tensor([record]))
@@ -111,10 +111,11 @@ class EngineLengthscale:
         return {"lambda_init": settings.oscbo_lambda_init, "omega": settings.oscbo_omega, "form": settings.oscbo_form}
 
     def game_data(self, engine: Engine) -> GameData:
-        """``(X, m_hat, Sigma_hat, config ids)`` of every configuration with data, standardised."""
-        records = [r for r in engine.records if engine._has_data(r)]
-        data = engine._risk_data([engine._statistics_row(r) for r in records])
-        return self._data_from(RiskModel(data, engine.hyperparameters, engine.settings, engine.rho_bar_sq), records)
+        """``(X, m_hat, Sigma_hat, config ids)`` of every configuration with data, standardised, under
+        the engine's current model (warp and hyperparameters of the round about to start)."""
+        records = [r for r in engine.records if engine.has_data(r)]
+        snapshot = engine.current_snapshot()
+        return self._data_from(engine.build_model(engine.data_rows(records, snapshot), snapshot), records)
 
     @staticmethod
     def _data_from(model: RiskModel, records: list) -> GameData:
@@ -131,7 +132,7 @@ class EngineLengthscale:
     def apply(self, engine: Engine, theta) -> None:
         """Set ``G_f``'s lengthscale (Matérn-5/2, mean 0) to ``theta``, leaving ``G_var`` alone."""
         hp = engine.hyperparameters
-        engine._set_hyperparameters(RiskHyperparameters(hp.variance_gp, self._mean_hyperparameters(hp, theta, engine.dim)))
+        engine.hyperparameters = RiskHyperparameters(hp.variance_gp, self._mean_hyperparameters(hp, theta, engine.dim))
 
     @property
     def diagnostics(self) -> list[dict[str, Any]]:

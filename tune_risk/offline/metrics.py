@@ -24,7 +24,8 @@ from scipy.stats import rankdata, trim_mean, wilcoxon
 BLOCK = ["table", "repeat"]
 """A ranking block: methods are compared within one (table, repetition)."""
 
-REGRET_COLUMNS = ("regret", "normalised_regret", "cumulative_regret", "compute")
+REGRET_COLUMNS = ("regret", "normalised_regret", "recommended_regret", "normalised_recommended_regret",
+                  "cumulative_regret", "cumulative_regret_with_initial", "compute")
 """The per-evaluation columns of ``runs`` that the metrics aggregate."""
 
 
@@ -159,8 +160,10 @@ def _group_positions(columns: pd.MultiIndex, levels: list[str]) -> dict[tuple, n
 
 def final_values(runs: pd.DataFrame) -> pd.DataFrame:
     """The last evaluation of every (table, method, repeat): final simple regret ``regret``,
-    ``normalised_regret``, ``cumulative_regret`` (eq. 6, sample count), ``compute`` (replicate runs
-    including cancelled ones) and ``n_eval`` (evaluations used)."""
+    ``normalised_regret``, the recommended configuration's (``recommended_regret``,
+    ``normalised_recommended_regret``), ``cumulative_regret`` (eq. 6, sample count; ``_with_initial``:
+    initial design included), ``compute`` (replicate runs including cancelled ones) and ``n_eval``
+    (evaluations used), for the columns ``runs`` has."""
     _check_columns(runs, ["table", "method", "repeat", "n_eval"], "runs")
     last = runs.sort_values("n_eval").groupby(["table", "method", "repeat"], sort=True).tail(1)
     keep = ["table", "method", "repeat", "n_eval"] + [c for c in REGRET_COLUMNS if c in runs.columns]

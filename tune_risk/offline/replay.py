@@ -22,6 +22,7 @@ Two paths make the same decisions for the same seed (a test checks):
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,21 +37,27 @@ from tune_risk.warping import FrozenWarp, fit_warp
 
 ROW_KEY = "table_row"
 PAPER_METHODS = ("erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
+WARPS = ("pooled", "online")
 _METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
 
 
-def method_settings(name: str, budget: int, seed: int, **overrides: Any) -> EngineSettings:
+def method_settings(name: str, budget: int, seed: int, warp: str = "pooled", **overrides: Any) -> EngineSettings:
     """Engine settings of a benchmark method name (ALGORITHMS.md §1.13).
 
     ``erahbo`` (k_min=2, k_max=20, k_init=20), ``erahbo-exp`` / ``erahbo-sigmoid`` (β_stop
     schedules, App. C.5), ``rahbo-k<k>`` (fixed k, k_init = k) and ``gp-ucb`` (α = 0, k = 20).
+    ``warp="pooled"``: the engine gets the table's pooled warp (the paper's protocol, A-13);
+    ``"online"``: it fits its own on the initial design and re-fits it as in live use (§1.2).
     """
     match = _METHOD_PATTERN.match(name)
     if match is None:
         raise ValueError(
             f"unknown method {name!r}; valid: erahbo, erahbo-exp, erahbo-sigmoid, rahbo-k<k> (e.g. rahbo-k2), gp-ucb"
         )
-    common = dict(budget=budget, seed=seed, common_random_numbers=True, budget_unit="samples", warp="none")
+    if warp not in WARPS:
+        raise ValueError(f"unknown warp={warp!r}; valid values are 'pooled' (the table's) and 'online' (live use)")
+    common = dict(budget=budget, seed=seed, common_random_numbers=True, budget_unit="samples",
+                  warp="none" if warp == "pooled" else "online")
     if name.startswith("erahbo"):
         schedule = {"erahbo": "constant", "erahbo-exp": "exponential", "erahbo-sigmoid": "sigmoid"}[name]
         return EngineSettings.for_method("erahbo", beta_stop_schedule=schedule, **common, **overrides)
@@ -137,11 +144,15 @@ def check_budget(task: ReplayTask, settings: EngineSettings) -> None:
 
 
 def replay_direct(task: ReplayTask, method: str, repeat: int, budget: int, workers: int = 1,
-                  **overrides: Any) -> ReplayResult:
-    """Replay ``method`` on ``task`` with ``workers`` simulated workers (decision-equivalent mode)."""
-    settings = method_settings(method, budget, seed=repeat, **overrides)
+                  warp: str = "pooled", **overrides: Any) -> ReplayResult:
+    """Replay ``method`` on ``task`` with ``workers`` simulated workers (decision-equivalent mode).
+
+    ``warp``: ``"pooled"`` (the table's warp, the paper's protocol) or ``"online"`` (fitted by the
+    engine on the initial design, as in live use); regret is always measured on the pooled warp.
+    """
+    settings = method_settings(method, budget, seed=repeat, warp=warp, **overrides)
     check_budget(task, settings)
-    engine = Engine(settings, pool=task.points, warp=task.warp)
+    engine = Engine(settings, pool=task.points, warp=task.warp if warp == "pooled" else None)
     compute: list[float] = []
 
     def evaluate(replicate: Replicate) -> tuple[float, float]:
@@ -181,7 +192,8 @@ def replay_trainable(task: ReplayTask, repeat: int, metric: str = "return"):
 
 
 def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str, repeat: int, budget: int,
-                workers: int = 1, storage_path: str | None = None, **overrides: Any) -> ReplayResult:
+                workers: int = 1, storage_path: str | None = None, warp: str = "pooled",
+                **overrides: Any) -> ReplayResult:
     """Replay through Ray Tune (``RiskAwareSearch`` + ``ReplicateScheduler``) on the task's rows.
 
     ``space`` is the table's Tune search space and ``configs[i]`` row ``i``'s hyperparameters (they
@@ -193,7 +205,7 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
     from tune_risk.scheduler import ReplicateScheduler
     from tune_risk.searcher import RiskAwareSearch
 
-    settings = method_settings(method, budget, seed=repeat, **overrides)
+    settings = method_settings(method, budget, seed=repeat, warp=warp, **overrides)
     check_budget(task, settings)
     candidates = [{**config, ROW_KEY: i} for i, config in enumerate(configs)]
     options = {k: v for k, v in settings.to_dict().items()
@@ -205,7 +217,7 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
         k_max=settings.k_max, beta=settings.beta, beta_stop=settings.beta_stop,
         beta_stop_schedule=settings.beta_stop_schedule, n_initial=settings.n_initial,
         random_state_seed=repeat, k_init=settings.replicates_initial, common_random_numbers=True,
-        candidates=candidates, budget=budget, warp=task.warp, **options,
+        candidates=candidates, budget=budget, warp=task.warp if warp == "pooled" else None, **options,
     )
     max_runs = settings.n_initial * settings.replicates_initial + budget * 4  # generous; FINISHED ends it
     tuner = tune.Tuner(
@@ -223,20 +235,27 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
 
 
 def runs_rows(result: ReplayResult, task: ReplayTask) -> list[dict[str, Any]]:
-    """Rows of ``runs.csv``: one per evaluation ``n_eval = 1..N_used`` (§1.12).
+    """Rows of ``runs.csv``: one per evaluation ``n_eval = 1..N_used`` (§1.12, A-15).
 
     ``regret`` is the simple MV regret of the best configuration evaluated so far, the initial
-    design included, a configuration counting from its first BO replicate (A-15);
+    design included, a configuration counting from its first BO replicate;
     ``normalised_regret = regret / r0`` with ``r0 = MV* - mean MV(initial design)``;
-    ``cumulative_regret = sum_i (MV* - MV(x_i))`` over evaluations (eq. 6, sample count);
-    ``compute`` = BO replicate runs launched so far, cancelled ones included; ``config_row`` is the
-    configuration evaluated at ``n_eval``.
+    ``recommended_regret`` (and ``normalised_recommended_regret``) is the regret of ``recommend(D)``
+    (``argmax LCB^MV``, CODE-RAHBO's reporting rule) of the last round completed by ``n_eval``, the
+    initial design's before the first; ``cumulative_regret = sum_i (MV* - MV(x_i))`` over BO
+    evaluations (eq. 6, sample count) and ``cumulative_regret_with_initial`` adds the initial
+    design's replicates; ``compute`` = BO replicate runs launched so far, cancelled ones included;
+    ``config_row`` is the configuration evaluated at ``n_eval``. Rows follow proposal order, which is
+    the order of evaluations with one active configuration (the replay's mode).
     """
     engine, mv = result.engine, task.true_mv
     mv_star = float(mv.max())
-    initial = [r.pool_index for r in engine.records if r.phase == "initial" and r.status == "initial"]
-    best = float(mv[initial].max())
-    r0 = mv_star - float(mv[initial].mean())
+    initial = [r for r in engine.records if r.phase == "initial" and r.status == "initial"]
+    rows_initial = [r.pool_index for r in initial]
+    best = float(mv[rows_initial].max())
+    r0 = mv_star - float(mv[rows_initial].mean())
+    initial_cumulative = sum(r.n_incorporated * (mv_star - float(mv[r.pool_index])) for r in initial)
+    recommended = _recommended_by_evaluation(engine)
     rows, cumulative, n = [], 0.0, 0
     for record in engine.records:
         if record.phase != "bo":
@@ -247,14 +266,30 @@ def runs_rows(result: ReplayResult, task: ReplayTask) -> list[dict[str, Any]]:
             if i == 0:
                 best = max(best, mv_row)
             cumulative += mv_star - mv_row
+            recommended_regret = mv_star - float(mv[engine.records[recommended(n)].pool_index])
             rows.append({
                 "table": result.task, "method": result.method, "repeat": result.repeat, "n_eval": n,
                 "config_row": record.pool_index, "regret": mv_star - best,
                 "normalised_regret": (mv_star - best) / r0 if r0 > 0 else 0.0,
+                "recommended_regret": recommended_regret,
+                "normalised_recommended_regret": recommended_regret / r0 if r0 > 0 else 0.0,
                 "cumulative_regret": cumulative,
+                "cumulative_regret_with_initial": initial_cumulative + cumulative,
                 "compute": result.compute_at_eval[n - 1] if n <= len(result.compute_at_eval) else float("nan"),
             })
     return rows
+
+
+def _recommended_by_evaluation(engine: Engine):
+    """``n -> config id`` of the recommendation logged last with at most ``n`` BO evaluations made."""
+    charged_initial = engine.settings.charge_initial and engine.settings.budget_unit == "samples"
+    offset = sum(r.n_incorporated for r in engine.records if r.phase == "initial") if charged_initial else 0
+    evaluations = [n_used - offset for n_used, _ in engine.recommendations]  # non-decreasing
+
+    def recommended(n: int) -> int:
+        return engine.recommendations[bisect.bisect_right(evaluations, n) - 1][1]
+
+    return recommended
 
 
 def rounds_rows(result: ReplayResult, task: ReplayTask) -> list[dict[str, Any]]:

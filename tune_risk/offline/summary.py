@@ -90,20 +90,30 @@ def _threshold_sections(runs: pd.DataFrame, order: list[str]) -> str:
 
 
 def _final_regret_section(runs: pd.DataFrame, order: list[str], n_boot: int) -> str:
-    """Final normalised regret, IQM [95 % bootstrap CI] over repeats, per table × method."""
+    """Final normalised regret of the best evaluated and (if logged) of the recommended
+    configuration, IQM [95 % bootstrap CI] over repeats, per table × method."""
     finals = metrics.final_values(runs)
+    text = ("## Final normalised regret (IQM [95 % CI])\n\nIQM over repeats of the final simple MV regret "
+            "divided by the initial design's regret; percentile bootstrap CI (none with one repeat).\n\n"
+            + _final_table(finals, order, "normalised_regret", n_boot))
+    if "normalised_recommended_regret" in finals.columns:
+        text += ("\n\n## Final normalised regret of the recommended configuration (IQM [95 % CI])\n\n"
+                 "The configuration with the highest LCB^MV after the last round (CODE-RAHBO's rule).\n\n"
+                 + _final_table(finals, order, "normalised_recommended_regret", n_boot))
+    return text
+
+
+def _final_table(finals: pd.DataFrame, order: list[str], column: str, n_boot: int) -> str:
     rows = []
     for table in sorted(finals["table"].unique()):
         row = [str(table)]
         for method in order:
-            values = finals.loc[(finals["table"] == table) & (finals["method"] == method), "normalised_regret"]
+            values = finals.loc[(finals["table"] == table) & (finals["method"] == method), column]
             low, high = metrics.bootstrap_ci(values.to_numpy(), n_boot=n_boot)
             ci = "" if math.isnan(low) else f" [{_num(low)}, {_num(high)}]"
             row.append(DASH if values.empty else _num(metrics.iqm(values.to_numpy())) + ci)
         rows.append(row)
-    return ("## Final normalised regret (IQM [95 % CI])\n\nIQM over repeats of the final simple MV regret "
-            "divided by the initial design's regret; percentile bootstrap CI (none with one repeat).\n\n"
-            + _markdown(["table", *order], rows))
+    return _markdown(["table", *order], rows)
 
 
 def _cost_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str]) -> str:
