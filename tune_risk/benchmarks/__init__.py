@@ -3,6 +3,7 @@
 * ``tasks``: Levy 5D, Hartmann 3D/6D, Lunar Lander 12D, Concrete 7D, Material 5D, Crossbarrel 4D.
 * ``tabular``: the continuous oracle over experimental tables (App. E.3).
 * ``loop``: ``run_bo(task, method, seed)`` for the eight methods of the comparison.
+* ``store``: the compact, resumable store of finished runs (``RunStore``: Parquet plus a journal).
 """
 
 from tune_risk.benchmarks.loop import METHODS, BOResult, run_bo
