@@ -130,7 +130,7 @@ CASES = [
     Case("warp_not_fitted", lambda t: searcher(warp="online"), ValueError, r"warp must be a FrozenWarp"),
     Case("engine_option_misspelt", lambda t: searcher(launch_polcy="all"), TypeError, r"launch_polcy"),
     Case("k_init_one", lambda t: searcher(k_init=1), ValueError, r"k_init must be >= 2"),
-    Case("alpha_nan", lambda t: searcher(alpha=float("nan")), ValueError, r"alpha must be a finite number, got nan"),
+    Case("alpha_nan", lambda t: searcher(alpha=float("nan")), ValueError, r"RiskAwareSearch: alpha must be a number in \[0, 1e\+06\], got alpha=nan"),
     Case("random_state_seed_negative", lambda t: RiskAwareSearch(SPACE, random_state_seed=-1), ValueError,
          r"seed must be >= 0, got seed=-1"),
     Case("n_initial_one", lambda t: searcher(n_initial=1), ValueError, r"n_initial must be >= 2"),
