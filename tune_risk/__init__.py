@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__"]
+__all__ = ["Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__", "restore_tuner"]
 
 if TYPE_CHECKING:
     from tune_risk.engine import Engine
+    from tune_risk.restore import restore_tuner
     from tune_risk.scheduler import ReplicateScheduler
     from tune_risk.searcher import RiskAwareSearch
     from tune_risk.settings import EngineSettings
@@ -24,6 +25,7 @@ _LAZY = {
     "EngineSettings": "tune_risk.settings",
     "RiskAwareSearch": "tune_risk.searcher",
     "ReplicateScheduler": "tune_risk.scheduler",
+    "restore_tuner": "tune_risk.restore",
 }
 
 
