@@ -36,7 +36,8 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 STARTED = time.monotonic()
 NAME = "replay"
 METHOD = "erahbo"
-OVERRIDES = {"k_max": 6, "k_init": 2, "n_initial": 3}  # a small run: ~30 trials
+OVERRIDES = {"k_max": 6, "k_init": 2, "n_initial": 3, "intensify": 2}  # a small run: ~30 trials; intensification
+# on (RiskAwareSearch's default; its reserve must survive a restore too), given as runs to both paths
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -138,7 +139,7 @@ def make_searcher(table, task, budget: int, repeat: int):
         table.space, metric="return", mode="max", method=METHOD, k_min=settings.k_min, k_max=settings.k_max,
         n_initial=settings.n_initial, random_state_seed=repeat, k_init=settings.replicates_initial,
         common_random_numbers=True, candidates=candidates, budget=budget, warp=task.warp,
-        budget_unit="samples", max_active_configs=1,
+        budget_unit="samples", max_active_configs=1, intensify=settings.intensify,
     )
     return searcher, settings.n_initial * settings.replicates_initial + 4 * budget
 
