@@ -1,4 +1,4 @@
-"""Tests for tune_risk.schedules: β_stop schedules of ERAHBO App. C.5 (eqs. 35–36; ALGORITHMS.md §5 item 11)."""
+"""Tests for tune_risk.schedules: β_stop schedules of ERAHBO App. C.5 (eqs. 35–36; docs/algorithms.md §5 item 11)."""
 
 from __future__ import annotations
 

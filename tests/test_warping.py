@@ -1,4 +1,4 @@
-"""Tests for tune_risk.warping: Vizier's default output warper and its frozen form (ALGORITHMS.md §1.2, §5 item 10)."""
+"""Tests for tune_risk.warping: Vizier's default output warper and its frozen form (docs/algorithms.md §1.2, §5 item 10)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ any_sample = st.one_of(real_samples, tied_samples).map(lambda v: np.asarray(v, d
 
 
 def vizier_reference(y: np.ndarray) -> np.ndarray:
-    """Element-by-element transcription of ALGORITHMS.md §1.2 (HalfRank, then Log with c = 1.5)."""
+    """Element-by-element transcription of docs/algorithms.md §1.2 (HalfRank, then Log with c = 1.5)."""
     y = np.asarray(y, dtype=np.float64).copy()
     unique = np.unique(y)
     if unique.size == 1:

@@ -1,4 +1,4 @@
-"""Initial design: scrambled Sobol points, snapped to the nearest unused pool row (ALGORITHMS.md §1.11, A-9).
+"""Initial design: scrambled Sobol points, snapped to the nearest unused pool row (docs/algorithms.md §1.11, A-9).
 
 The same seed gives the same design for every method (common initial design across methods,
 new design per repetition). Points are a prefix of one scrambled Sobol sequence, so asking for

@@ -1,4 +1,4 @@
-"""The ERAHBO ask/tell engine: rounds, replicates, the stop rule and parallel launch (ALGORITHMS.md §1-2).
+"""The ERAHBO ask/tell engine: rounds, replicates, the stop rule and parallel launch (docs/algorithms.md §1-2).
 
 One state machine over *replicate runs*, with no Ray and no JAX in it::
 

@@ -1,5 +1,5 @@
 """The two GPs of ERAHBO: hyperparameter fitting (BoTorch MAP) and exact conditioning with frozen
-hyperparameters (ALGORITHMS.md §1.4).
+hyperparameters (docs/algorithms.md §1.4).
 
 * ``G_var`` models the sample variances ``s2_c`` of the configurations (homoscedastic noise, §1.4.2).
 * ``G_f`` models the sample means ``m_c`` with fixed heteroscedastic noise (ERAHBO eq. 19, §1.4.3)::
@@ -100,7 +100,7 @@ def fit_hyperparameters(
     kernel: str = "rbf",
     init: GPHyperparameters | None = None,
 ) -> GPHyperparameters:
-    """MAP-fit one GP with BoTorch's defaults (ALGORITHMS.md §1.4.2, §1.4.4).
+    """MAP-fit one GP with BoTorch's defaults (docs/algorithms.md §1.4.2, §1.4.4).
 
     Args:
         X: ``n x d`` inputs in the unit cube.

@@ -28,7 +28,7 @@ In the RAHBO objectives the mean has tied maximisers; the risk-averse one is uni
 Noise is a common random number: replicate seed ``s`` always draws the same ``z_s`` (a counter-based
 Philox stream keyed by ``s`` only), whatever ``x`` is, so every configuration evaluated with the same
 seed sees the same standardised noise, as in RL with shared seeds.  Independent replicates come
-from distinct seeds (e.g. a per-configuration seed permutation, ALGORITHMS.md §1.11).
+from distinct seeds (e.g. a per-configuration seed permutation, docs/algorithms.md §1.11).
 """
 
 from __future__ import annotations

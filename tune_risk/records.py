@@ -1,7 +1,7 @@
 """Book-keeping types of the engine: replicate slots, runs, configuration records, ask() answers.
 
 A *replicate* is one training run (one seed) of one configuration. A configuration owns an ordered
-list of replicate *slots* (the seed order, ALGORITHMS.md §1.3); each launch of a slot is a *run*
+list of replicate *slots* (the seed order, docs/algorithms.md §1.3); each launch of a slot is a *run*
 with a unique ``run_id``. A failed run puts its slot back in the queue with a fresh seed, so a slot
 can have several runs but at most one result.
 """
@@ -87,7 +87,7 @@ class Run:
 
 @dataclass
 class ConfigRecord:
-    """Everything known about one configuration (ALGORITHMS.md §1.3).
+    """Everything known about one configuration (docs/algorithms.md §1.3).
 
     ``status`` is ``running`` while replicates are collected; then ``initial`` (initial design),
     ``certified`` (``UCB^MV <= B_t``, eq. 12; ERAHBO only), ``k_max``, ``budget`` or ``failed``.
@@ -127,6 +127,6 @@ def sample_statistics(values: np.ndarray) -> tuple[float, float]:
 def sample_mean_variance(samples: np.ndarray, alpha: float = 1.0) -> np.ndarray:
     """``MV = mean − α·var(ddof=1)`` of each row of ``samples`` (ERAHBO eq. 1 with the eq. 7 estimates).
 
-    Offline tables use it on warped returns over all seeds as the ground truth (ALGORITHMS.md §1.12, A-17).
+    Offline tables use it on warped returns over all seeds as the ground truth (docs/algorithms.md §1.12, A-17).
     """
     return samples.mean(axis=1) - alpha * samples.var(axis=1, ddof=1)

@@ -1,4 +1,4 @@
-"""Mean-variance confidence bounds from ERAHBO's two GPs (ALGORITHMS.md §1.4-1.5, ERAHBO eqs. 9, 19, 23, 24).
+"""Mean-variance confidence bounds from ERAHBO's two GPs (docs/algorithms.md §1.4-1.5, ERAHBO eqs. 9, 19, 23, 24).
 
 Given the evaluated configurations ``D = {(x_c, m_c, s2_c, k_c)}`` and frozen hyperparameters,
 ``RiskModel`` conditions ``G_var`` on the sample variances, derives eq. 19's per-point noise for the

@@ -1,4 +1,4 @@
-"""β_stop schedules for ERAHBO's stop rule (ERAHBO App. C.5, eqs. 35–36; ALGORITHMS.md §1.9).
+"""β_stop schedules for ERAHBO's stop rule (ERAHBO App. C.5, eqs. 35–36; docs/algorithms.md §1.9).
 
 The stop-rule confidence multiplier is ``β_stop,t = β_stop,max · s(τ)`` with ``β_stop,max = 1`` and
 the normalised progress ``τ = N_used / N_max ∈ [0, 1]``, evaluated once at the start of a round
@@ -17,7 +17,7 @@ SCHEDULES: tuple[str, ...] = ("constant", "exponential", "sigmoid")
 """Valid values of ``beta_stop_schedule``."""
 
 DEFAULT_PARAMS: dict[str, float | None] = {"constant": None, "exponential": 50.0, "sigmoid": 10.0}
-"""Default schedule parameter: γ = 50 (the paper's XLand example), s = 10 (ALGORITHMS.md §1.9)."""
+"""Default schedule parameter: γ = 50 (the paper's XLand example), s = 10 (docs/algorithms.md §1.9)."""
 
 _TINY = 1e-100  # below this |γ| or |s| the schedule equals its limit τ to within ~1e-200
 
@@ -84,7 +84,7 @@ def _sigmoid(tau: float, s: float) -> float:
 
 
 def schedule_value(name: str, tau: float, param: float | None = None) -> float:
-    """Schedule factor ``s(τ)`` so that ``β_stop,t = β_stop,max · s(τ)`` (ALGORITHMS.md §1.9).
+    """Schedule factor ``s(τ)`` so that ``β_stop,t = β_stop,max · s(τ)`` (docs/algorithms.md §1.9).
 
     Args:
         name: ``"constant"`` (``s ≡ 1``, paper default), ``"exponential"`` (eq. 35, parameter γ,

@@ -62,7 +62,7 @@ class RiskAwareSearch(Searcher):
     """Risk-aware Bayesian optimisation over seed replicates (ERAHBO, RAHBO, GP-UCB).
 
     Optimises ``MV(x) = E[return] - alpha * Var[return]`` across training seeds (on warped
-    returns, ALGORITHMS.md §1.2) and spends seeds adaptively: ``k_min`` replicates first, more in
+    returns, docs/algorithms.md §1.2) and spends seeds adaptively: ``k_min`` replicates first, more in
     doubling waves up to ``k_max`` while the configuration may still beat the incumbent.
 
     Args:

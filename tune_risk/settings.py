@@ -1,6 +1,6 @@
 """Engine settings: every knob of ERAHBO, RAHBO and risk-neutral GP-UCB in one validated record.
 
-ERAHBO (Che et al., Sec. 4-5), RAHBO(k) and GP-UCB are *settings of one engine* (ALGORITHMS.md §1.13):
+ERAHBO (Che et al., Sec. 4-5), RAHBO(k) and GP-UCB are *settings of one engine* (docs/algorithms.md §1.13):
 
 =============  =========================  ===============================================
 method         replicates per config      objective
@@ -13,7 +13,7 @@ method         replicates per config      objective
 Only ERAHBO has a certificate (eq. 12): its rounds stop as ``certified``, ``k_max`` or ``budget``;
 RAHBO's and GP-UCB's rounds never compute ``B_t`` and stop at ``k_max`` (or ``budget``).
 
-Every default carries the tag of ALGORITHMS.md §1.14 (PAPER or CHOICE); every flag that resolves an
+Every default carries the tag of docs/algorithms.md §1.14 (PAPER or CHOICE); every flag that resolves an
 ambiguity of the papers names it (A-n).
 """
 
@@ -47,7 +47,7 @@ OSCBO_OMEGA = 0.001  # OMD step size of Table S1
 class EngineSettings:
     """Validated settings of the ask/tell engine.
 
-    Attributes (defaults are the ERAHBO paper's, ALGORITHMS.md §1.14):
+    Attributes (defaults are the ERAHBO paper's, docs/algorithms.md §1.14):
         method: ``"erahbo"``, ``"rahbo"`` or ``"gp-ucb"`` (see module docstring); only
             ``"erahbo"`` certifies configurations (``B_t``, eq. 12).
         alpha: risk aversion ``alpha >= 0`` of ``MV = f - alpha * rho^2`` (ERAHBO eq. 5).
@@ -99,7 +99,7 @@ class EngineSettings:
         common_random_numbers: replicate ``i`` of every configuration uses seed ``i``.
         lengthscale: the mean GP's lengthscale: ``"mll"`` (the MAP fit above) or a strategy of
             ``tune_risk.lengthscale`` (``"oscbo"``, ``"oscbo-l1"``, ``"a-gp-ucb"``, ``"lb-gp-ucb"``),
-            which makes ``G_f`` Matérn-5/2 with mean 0 (OSCBO x ERAHBO, ALGORITHMS.md §3.10).
+            which makes ``G_f`` Matérn-5/2 with mean 0 (OSCBO x ERAHBO, docs/algorithms.md §3.10).
         oscbo_lambda_init, oscbo_omega, oscbo_form: the OSCBO game's dual start ``lambda_1`` (``None``:
             ``beta/log(1 + sigma^-2)`` averaged over the initial design's noise ``Sigma_hat``, at which the
             p = 2 objective S5 is affine in the marginal likelihood; see ``tune_risk.oscbo.nlml_balanced_lambda``),

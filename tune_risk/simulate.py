@@ -1,4 +1,4 @@
-"""Discrete-event simulation of ``W`` workers driving the engine (ALGORITHMS.md §2).
+"""Discrete-event simulation of ``W`` workers driving the engine (docs/algorithms.md §2).
 
 The direct-loop counterpart of a Ray Tune run: each idle worker asks the engine for a replicate,
 "runs" it for its run time, and reports the result when the simulated clock reaches its finish

@@ -1,6 +1,6 @@
 """Codec between user hyperparameters and the unit hypercube ``[0, 1]^d`` of the GP engine.
 
-The GP models of ERAHBO/OSCBO work on ``[0, 1]^d`` (ALGORITHMS.md §1.4.1: "the configuration's
+The GP models of ERAHBO/OSCBO work on ``[0, 1]^d`` (docs/algorithms.md §1.4.1: "the configuration's
 unit-hypercube vector, i.e. the ConfigSpace array"). This module defines the parameter types and the
 exact, deterministic mapping between configurations and unit vectors. It is pure Python + numpy;
 the Ray Tune conversion lives in :mod:`tune_risk.tune_space`.
@@ -16,7 +16,7 @@ Encoding of one parameter with bounds ``l < u`` (``u`` inclusive for every kind)
   (clipped to the grid); a float grid value ``k * q`` that float drift puts outside ``[l, u]`` (e.g.
   ``3 * 0.1 > 0.3``) is clipped to the bound. The float grid follows Ray's rule: a bound within
   ``math.isclose`` of a multiple of ``q`` is that multiple, otherwise it is rounded inwards.
-* ``CategoricalParam``: choice index ``i`` of ``n >= 2`` maps to ``i / (n - 1)`` (ALGORITHMS.md §1.4.1
+* ``CategoricalParam``: choice index ``i`` of ``n >= 2`` maps to ``i / (n - 1)`` (docs/algorithms.md §1.4.1
   [CHOICE]); decode takes the nearest index (ties to even, as ``round``).
 
 Decoding first clips ``x`` into ``[0, 1]``. Round-trip guarantees for valid values ``v``:

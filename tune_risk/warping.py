@@ -1,4 +1,4 @@
-"""Vizier's default output warper, fitted on a sample and frozen (ALGORITHMS.md §1.2; ERAHBO Sec. 5).
+"""Vizier's default output warper, fitted on a sample and frozen (docs/algorithms.md §1.2; ERAHBO Sec. 5).
 
 ERAHBO processes every individual replicate return with Vizier's ``create_default_warper()``
 (HalfRank, then Log with offset ``c = 1.5``; the Infeasible step is a no-op once NaN returns
@@ -44,7 +44,7 @@ def _validate_returns(y: np.ndarray | Any, name: str = "y") -> np.ndarray:
     if bad.any():
         raise ValueError(
             f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or ±inf), e.g. "
-            f"{arr[bad][0]!r}; filter NaN configurations before warping (ALGORITHMS.md §1.11)."
+            f"{arr[bad][0]!r}; filter NaN configurations before warping (docs/algorithms.md §1.11)."
         )
     return arr
 

@@ -1,4 +1,4 @@
-"""Shared drivers and an independent reference for the engine tests (ALGORITHMS.md §1-2, §5).
+"""Shared drivers and an independent reference for the engine tests (docs/algorithms.md §1-2, §5).
 
 * ``run_sequential``: one worker, ask -> tell until ``DONE`` (the sequential algorithm, §1.10).
 * ``Cluster``: ``W`` simulated workers; a random in-flight run finishes at every step (random
@@ -64,7 +64,7 @@ def run_sequential(engine: Engine, sample, max_steps: int = 100_000) -> Engine:
 
 @dataclass
 class Cluster:
-    """``W`` simulated workers driving an engine (ALGORITHMS.md §2.1).
+    """``W`` simulated workers driving an engine (docs/algorithms.md §2.1).
 
     Attributes:
         workers: number of workers ``W``.

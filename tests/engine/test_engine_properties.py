@@ -1,4 +1,4 @@
-"""Property test: the engine's book-keeping under random clusters (ALGORITHMS.md §2, failure policy).
+"""Property test: the engine's book-keeping under random clusters (docs/algorithms.md §2, failure policy).
 
 Hypothesis draws the number of workers (1-6), arrival orders, failures (``None``/NaN/+-inf),
 cancellations honoured late or overtaken by the run's result, duplicate reports, the launch

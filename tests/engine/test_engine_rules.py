@@ -1,4 +1,4 @@
-"""ERAHBO's rules on sequential engine runs (ALGORITHMS.md §1, §5 items 1-15).
+"""ERAHBO's rules on sequential engine runs (docs/algorithms.md §1, §5 items 1-15).
 
 Most checks replay a finished sequential run against an independent reference: for every BO round
 ``t`` the data ``D_{t-1}`` is rebuilt from the records, both GPs are rebuilt with BoTorch

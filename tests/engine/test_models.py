@@ -1,4 +1,4 @@
-"""The hand-written GP conditioning against BoTorch/gpytorch (ALGORITHMS.md §1.4, models.py).
+"""The hand-written GP conditioning against BoTorch/gpytorch (docs/algorithms.md §1.4, models.py).
 
 ``ConditionedGP`` replaces a BoTorch ``SingleTaskGP`` for speed; it must give the same posterior
 (mean and latent variance) to 1e-10 for homoscedastic and fixed heteroscedastic noise, both

@@ -1,4 +1,4 @@
-"""Parallel replicates on W workers (ALGORITHMS.md §2, §5 item 16).
+"""Parallel replicates on W workers (docs/algorithms.md §2, §5 item 16).
 
 Decision-equivalent mode (``max_active_configs=1``): whatever the arrival order, the launch policy
 and the delay with which cancellations are honoured, ``(x_t, k_t)``, ``B_t`` and every stop check

@@ -1,4 +1,4 @@
-"""Benchmark metrics and the markdown/PNG summary on small hand-built replay frames (ALGORITHMS.md §1.12)."""
+"""Benchmark metrics and the markdown/PNG summary on small hand-built replay frames (docs/algorithms.md §1.12)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ALGORITHMS.md §5 item 29 (benchmark optima, tabular oracle, Lunar) and the GP-UCB comparison loop."""
+"""docs/algorithms.md §5 item 29 (benchmark optima, tabular oracle, Lunar) and the GP-UCB comparison loop."""
 
 from __future__ import annotations
 

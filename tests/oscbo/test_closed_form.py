@@ -1,4 +1,4 @@
-"""ALGORITHMS.md §5 items 17-22, 24, 27, 28: OSCBO's losses, their closed form and the GP plumbing."""
+"""docs/algorithms.md §5 items 17-22, 24, 27, 28: OSCBO's losses, their closed form and the GP plumbing."""
 
 from __future__ import annotations
 

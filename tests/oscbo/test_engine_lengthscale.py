@@ -1,4 +1,4 @@
-"""Lengthscale strategies inside the ERAHBO engine (ALGORITHMS.md §3.10) and under Ray Tune."""
+"""Lengthscale strategies inside the ERAHBO engine (docs/algorithms.md §3.10) and under Ray Tune."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ALGORITHMS.md §5 items 23, 25, 26: the OMD dual, the play/recovery latch and the threshold M;
+"""docs/algorithms.md §5 items 23, 25, 26: the OMD dual, the play/recovery latch and the threshold M;
 plus the game's exact state round trip."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_item23_constant_negative_feedback_decays_exponentially():
 
 
 def test_item26_threshold_values():
-    one = dict(lambda_init=1.0)  # the table of ALGORITHMS.md §3.6 is for lambda_1 = 1
+    one = dict(lambda_init=1.0)  # the table of docs/algorithms.md §3.6 is for lambda_1 = 1
     assert OSCBOConfig(**one).threshold() == pytest.approx(7646.3, abs=0.05)
     assert OSCBOConfig(T_for_rho=150, **one).threshold() == pytest.approx(9998.5, abs=0.05)
     assert OSCBOConfig(omega=0.1, **one).threshold() == pytest.approx(3067.4, abs=0.05)

@@ -1,4 +1,4 @@
-"""The OSCBO paper's benchmarks and its plain GP-UCB comparison loop (ALGORITHMS.md §4).
+"""The OSCBO paper's benchmarks and its plain GP-UCB comparison loop (docs/algorithms.md §4).
 
 * ``tasks``: Levy 5D, Hartmann 3D/6D, Lunar Lander 12D, Concrete 7D, Material 5D, Crossbarrel 4D.
 * ``tabular``: the continuous oracle over experimental tables (App. E.3).

@@ -1,4 +1,4 @@
-"""The plain GP-UCB loop of the OSCBO paper's comparison (ALGORITHMS.md §4.1, §3.7; OSCBO App. D).
+"""The plain GP-UCB loop of the OSCBO paper's comparison (docs/algorithms.md §4.1, §3.7; OSCBO App. D).
 
 Every method shares the model of §3.1 (Matérn-5/2, outputscale 1, mean 0, ``sigma^2 = 0.01``,
 unit-cube inputs, outputs standardised manually each round), the same ``D_0`` (10 scrambled-Sobol

@@ -1,5 +1,5 @@
 """Lunar Lander 12D: the heuristic controller of Eriksson et al. 2019 (TuRBO) with 12 weights
-``w in [0, 2]^12``, reward averaged over environment seeds 0..49 (ALGORITHMS.md §4.9, O-20).
+``w in [0, 2]^12``, reward averaged over environment seeds 0..49 (docs/algorithms.md §4.9, O-20).
 
 Needs ``gymnasium[box2d]`` (``pip install 'tune-risk[bench]'``). An episode that reaches
 gymnasium's 1000-step truncation scores -100 (TuRBO's timeout penalty).

@@ -1,5 +1,5 @@
 """Surrogates of the OSCBO paper's GP-UCB baselines that are not lengthscale strategies
-(ALGORITHMS.md §4.3 OCBO, §4.6 SCGP, §4.7 VanillaBO).
+(docs/algorithms.md §4.3 OCBO, §4.6 SCGP, §4.7 VanillaBO).
 
 Each builder returns a ``Surrogate``: a latent posterior ``predict(X) -> (mu, var)`` in the loop's
 standardised output units, the UCB multiplier ``kappa`` it is played with (``mu + kappa sigma``),

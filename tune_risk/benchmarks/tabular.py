@@ -1,4 +1,4 @@
-"""Deterministic continuous oracle over an experimental table (OSCBO App. E.3; ALGORITHMS.md §4.9).
+"""Deterministic continuous oracle over an experimental table (OSCBO App. E.3; docs/algorithms.md §4.9).
 
 * Duplicate designs are averaged first (e.g. Concrete at several curing ages).
 * Bounds are the column minima and maxima; a query is clipped to them and normalised to [0, 1].

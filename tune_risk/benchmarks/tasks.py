@@ -1,4 +1,4 @@
-"""The OSCBO paper's benchmark tasks (ALGORITHMS.md §4.9; OSCBO App. E), all maximised.
+"""The OSCBO paper's benchmark tasks (docs/algorithms.md §4.9; OSCBO App. E), all maximised.
 
 =================  ===========================================================  ==================
 task               definition                                                   optimum ``f*``

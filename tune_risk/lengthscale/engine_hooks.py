@@ -1,4 +1,4 @@
-"""Lengthscale strategies inside the ERAHBO engine (ALGORITHMS.md §3.10, OSCBO x ERAHBO).
+"""Lengthscale strategies inside the ERAHBO engine (docs/algorithms.md §3.10, OSCBO x ERAHBO).
 
 With ``EngineSettings.lengthscale`` other than ``"mll"``, a strategy chooses the lengthscale of the
 **mean GP** ``G_f``; everything else of ERAHBO stays as fitted: ``G_var``, eq. 19's noise ``Sigma_hat``,

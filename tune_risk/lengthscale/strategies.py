@@ -1,4 +1,4 @@
-"""Lengthscale strategies by name: MLL, OSCBO (p = 2, 1), A-GP-UCB and LB-GP-UCB (ALGORITHMS.md §3, §4.2-4.5).
+"""Lengthscale strategies by name: MLL, OSCBO (p = 2, 1), A-GP-UCB and LB-GP-UCB (docs/algorithms.md §3, §4.2-4.5).
 
 Every strategy chooses the lengthscale of a zero-mean, unit-amplitude GP with fixed noise, one BO
 round at a time, through the same protocol::

@@ -1,7 +1,7 @@
 """Readers for offline tables on disk: ARLBench long, Hypersweeper wide and bracketed-list formats.
 
 A table is one (algorithm, environment) task: hyperparameter columns plus per-seed returns for every
-configuration (ARCHITECTURE.md "Data: offline tables"; ERAHBO App. C.1). This module turns a file
+configuration (ERAHBO App. C.1). This module turns a file
 (parquet or CSV) into a :class:`ParsedTable`: one row per configuration, a ``(n_configs, n_seeds)``
 float64 return matrix and the seed ids. It validates structure only (columns, keys, numbers); NaN
 handling, the search space and the ground truth live in :mod:`tune_risk.offline.table`.

@@ -1,4 +1,4 @@
-"""Benchmark metrics for offline-table replays (ERAHBO Sec. 5 and App. C; ALGORITHMS.md §1.12, A-15, A-17).
+"""Benchmark metrics for offline-table replays (ERAHBO Sec. 5 and App. C; docs/algorithms.md §1.12, A-15, A-17).
 
 Inputs are the replay's long frames: ``runs`` (one row per table, method, repeat and evaluation index
 ``n_eval`` with ``regret``, ``normalised_regret``, ``cumulative_regret`` and ``compute``) and
@@ -201,7 +201,7 @@ def _rank_array(runs: pd.DataFrame, column: str, grid: np.ndarray) -> tuple[list
 
 
 def mean_ranks(runs: pd.DataFrame, column: str = "regret") -> pd.DataFrame:
-    """Mean rank of every method on the final value of ``column`` (Table 1; ALGORITHMS.md §1.12).
+    """Mean rank of every method on the final value of ``column`` (Table 1; docs/algorithms.md §1.12).
 
     Methods are ranked within each (table, repeat) block, lower value = better (rank 1), ties get the
     average rank (``scipy.stats.rankdata``), a NaN final value ranks last, and a method absent from a

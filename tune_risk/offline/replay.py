@@ -1,6 +1,6 @@
 """Replay an offline table of RL returns through the engine: the ERAHBO paper's benchmark protocol.
 
-ALGORITHMS.md §1.11-1.13. A *table* holds the returns of every configuration on every seed.
+docs/algorithms.md §1.11-1.13. A *table* holds the returns of every configuration on every seed.
 A replay of method ``m``, repetition ``r``:
 
 * acquisition over the table's rows (exact argmax over unevaluated rows, A-10);
@@ -42,7 +42,7 @@ _METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb
 
 
 def method_settings(name: str, budget: int, seed: int, warp: str = "pooled", **overrides: Any) -> EngineSettings:
-    """Engine settings of a benchmark method name (ALGORITHMS.md §1.13).
+    """Engine settings of a benchmark method name (docs/algorithms.md §1.13).
 
     ``erahbo`` (k_min=2, k_max=20, k_init=20), ``erahbo-exp`` / ``erahbo-sigmoid`` (β_stop
     schedules, App. C.5), ``rahbo-k<k>`` (fixed k, k_init = k) and ``gp-ucb`` (α = 0, k = 20).

@@ -1,4 +1,4 @@
-"""Write a replay benchmark's ``summary.md`` and PNG figures (ERAHBO Sec. 5, App. C; ALGORITHMS.md §1.12).
+"""Write a replay benchmark's ``summary.md`` and PNG figures (ERAHBO Sec. 5, App. C; docs/algorithms.md §1.12).
 
 :func:`write_summary` turns the replay's ``runs`` and ``rounds`` frames into the paper's reporting:
 mean ranks with Wilcoxon tests against the best method (Table 1), evaluations to reach 75 / 50 / 25 %
@@ -243,7 +243,7 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     finals = metrics.final_values(runs)
     header = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
               f"({', '.join(order)}), {finals.groupby(['table', 'method']).size().max()} repeat(s), "
-              f"up to {int(finals['n_eval'].max())} evaluations. Metrics: ALGORITHMS.md §1.12.")
+              f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
     sections = [header, _rank_section(runs, order), _threshold_sections(runs, order),
                 _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order),
                 _k_section(rounds, order)]

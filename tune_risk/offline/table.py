@@ -1,7 +1,7 @@
 """Offline tables of RL returns (configurations x seeds) with their search space and ground-truth MV.
 
 An :class:`OfflineTable` is one (algorithm, environment) task as the ERAHBO paper benchmarks it
-(ERAHBO Sec. 5, App. C.1; ALGORITHMS.md §1.11-§1.12): the pool of configurations, every seed's raw
+(ERAHBO Sec. 5, App. C.1; docs/algorithms.md §1.11-§1.12): the pool of configurations, every seed's raw
 return, the Ray Tune ``param_space`` the configurations come from, the pooled Vizier warp of all
 returns (§1.2) and the ground-truth mean-variance objective ``MV(c) = mean(ỹ) − α var(ỹ)`` (ERAHBO
 eq. 1, A-17). Files are read by :mod:`tune_risk.offline.formats` (ARLBench long, Hypersweeper wide and
@@ -367,7 +367,7 @@ class OfflineTable:
         return dict(self._typed[int(row)])
 
     def warped(self) -> np.ndarray:
-        """All returns through the pooled Vizier warp, fitted once on the whole table (ALGORITHMS.md §1.2)."""
+        """All returns through the pooled Vizier warp, fitted once on the whole table (docs/algorithms.md §1.2)."""
         if self._warped is None:
             bad = int((~np.isfinite(self.returns).all(axis=1)).sum())
             if bad:
@@ -379,7 +379,7 @@ class OfflineTable:
     def true_mv(self, alpha: float = 1.0) -> np.ndarray:
         """Ground-truth ``MV(c) = mean(ỹ) − α var(ỹ, ddof=1)`` over all seeds of warped returns.
 
-        ERAHBO eq. 1 on processed returns; ALGORITHMS.md §1.12, A-17. Shape ``(n_configs,)``.
+        ERAHBO eq. 1 on processed returns; docs/algorithms.md §1.12, A-17. Shape ``(n_configs,)``.
         """
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha < 0:
             raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")

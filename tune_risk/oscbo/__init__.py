@@ -1,4 +1,4 @@
-"""OSCBO: online sharp-calibrated lengthscale selection (ALGORITHMS.md §3; the OSCBO paper).
+"""OSCBO: online sharp-calibrated lengthscale selection (docs/algorithms.md §3; the OSCBO paper).
 
 * ``gp``: the fixed-hyperparameter Matérn-5/2 GP (outputscale 1, mean 0, noise 0.01).
 * ``losses``: the sharpness loss (eq. 6), the calibration constraint (eq. 7) and their closed form

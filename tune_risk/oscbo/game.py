@@ -1,4 +1,4 @@
-"""OSCBO's lengthscale game: FTPL primal, OMD dual and the play/recovery latch (ALGORITHMS.md §3.3-3.7).
+"""OSCBO's lengthscale game: FTPL primal, OMD dual and the play/recovery latch (docs/algorithms.md §3.3-3.7).
 
 After each BO round the realised feedback ``(L^s_t, L^c_t)`` of the played lengthscale
 ``theta_{t-1}`` (eqs. 6, 7) updates
@@ -45,7 +45,7 @@ RECOVERY_UTILITIES = ("constraint", "alg2")
 
 @dataclass(frozen=True)
 class OSCBOConfig:
-    """Settings of one OSCBO game (Table S1 defaults; ALGORITHMS.md §3.8).
+    """Settings of one OSCBO game (Table S1 defaults; docs/algorithms.md §3.8).
 
     Attributes:
         p: calibration exponent, 2 (``"oscbo"``) or 1 (``"oscbo-l1"``).

@@ -1,4 +1,4 @@
-"""The fixed-hyperparameter GP of OSCBO and its baselines (ALGORITHMS.md §3.1, §4.1).
+"""The fixed-hyperparameter GP of OSCBO and its baselines (docs/algorithms.md §3.1, §4.1).
 
 Matérn-5/2 (or RBF) kernel with outputscale 1 (``k(x, x) = 1``), zero prior mean and a fixed
 observation noise (``sigma^2 = 0.01`` in *standardised* units, O-13) on inputs in the unit cube.

@@ -1,4 +1,4 @@
-"""OSCBO's per-round feedback and its closed form from one Cholesky factor (ALGORITHMS.md §3.2-3.3).
+"""OSCBO's per-round feedback and its closed form from one Cholesky factor (docs/algorithms.md §3.2-3.3).
 
 Per round ``t`` (OSCBO eqs. 6, 7), with ``mu, s^2`` the latent posterior at ``x_t`` given
 ``D_{t-1}``, observation noise ``sigma_t^2`` and exponent ``p in {1, 2}``::

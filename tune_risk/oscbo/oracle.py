@@ -1,6 +1,6 @@
 """Projected-Adam oracle for lengthscale objectives (OSCBO FTPL oracle §3.3 and the MLL fits of §4.1).
 
-Parameterisation (ALGORITHMS.md §3.3, O-14, O-17): ``theta = softplus(r)``, gpytorch's default
+Parameterisation (docs/algorithms.md §3.3, O-14, O-17): ``theta = softplus(r)``, gpytorch's default
 ``Positive`` constraint. Adam (lr 0.01, 50 steps) moves ``r``; after every step ``theta`` is clamped
 to ``Theta = [0.025, 10]^{d_theta}`` and ``r`` reset to ``softplus^{-1}(theta)`` (projected Adam).
 The objective is evaluated at the start point and after every step (51 evaluations) and the iterate
