@@ -11,7 +11,9 @@ from tune_risk.cli import main
 
 def test_one_seed_is_refused_before_training(tmp_path, capsys):
     out = tmp_path / "t.parquet"
-    assert main(["generate", "--algo", "ppo", "--env", "cc_cartpole", "--seeds", "1", "--out", str(out)]) == 2
+    with pytest.raises(SystemExit) as exited:  # argparse's exit
+        main(["generate", "--algo", "ppo", "--env", "cc_cartpole", "--seeds", "1", "--out", str(out)])
+    assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "--seeds: must be at least 2, got 1" in err and err.count("\n") == 1
     assert not out.exists()
