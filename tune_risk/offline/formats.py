@@ -51,10 +51,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tune_risk.offline.paths import check_table_path, table_error
+
 logger = logging.getLogger(__name__)
 
 HP_PREFIX = "hp_config."
-SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 _SEED_COLUMN = re.compile(r"^performance_seed_(.+)$")
 _WALL_SEED_COLUMN = re.compile(r"^wall_time_seed_(.+)$")
 _RESERVED = re.compile(r"^(config_id|performance|wall_time|training_steps|seed|Unnamed: \d+)$")
@@ -84,30 +85,7 @@ class ParsedTable:
     """``(n_configs, n_seeds)`` mask of cells without a row in the file (long format), or ``None``."""
 
 
-def table_error(source: str, message: str) -> ValueError:
-    """A ``ValueError`` whose message starts with the table's file (or name)."""
-    return ValueError(f"{source}: {message}")
-
-
 # --- files ----------------------------------------------------------------------------------------
-def file_kind(path: Path) -> str:
-    """``"parquet"`` or ``"csv"`` from the suffix; ``ValueError`` for anything else."""
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise table_error(str(path), f"unknown extension {path.suffix!r}; expected one of {sorted(SUFFIXES)}")
-    return kind
-
-
-def check_table_path(path: Path) -> str:
-    """The file kind (``"parquet"`` or ``"csv"``) of an existing table file; ``ValueError`` otherwise."""
-    if path.is_dir():
-        raise table_error(str(path), "is a directory, not a table file")
-    kind = file_kind(path)
-    if not path.is_file():
-        raise table_error(str(path), "file not found")
-    return kind
-
-
 def csv_separator(path: Path) -> str:
     """The separator the header line of a CSV file uses most (a comma when it uses none)."""
     with path.open(encoding="utf-8", errors="replace", newline="") as handle:

@@ -18,6 +18,7 @@ from typing import Any
 
 from tune_risk.offline.knobs import engine_overrides
 from tune_risk.offline.methods import check_replayable, method_settings, parse_methods
+from tune_risk.offline.paths import check_table_path
 from tune_risk.settings import EngineSettings
 
 RESERVED_KEYS = ("table_row",)  # the replay's row key in Tune configs (tune_risk.offline.replay.ROW_KEY)
@@ -100,16 +101,10 @@ def read_tables(paths: list[Path], missing: str) -> list[TableInput]:
             raise ValueError(f"--table {path} and --table {names[path.stem]} have the same name {path.stem!r}; "
                              "results are keyed by table name")
         names[path.stem] = path
-    from tune_risk.offline.formats import (
-        check_table_path,
-        missing_mask,
-        parse_frame,
-        read_frame,
-        read_metadata,
-    )
-
-    for path in paths:  # every path before reading any (cheap checks first)
+    for path in paths:  # every path before reading any, and before importing pandas
         check_table_path(path)
+    from tune_risk.offline.formats import missing_mask, parse_frame, read_frame, read_metadata
+
     tables = []
     for path in paths:
         metadata = read_metadata(path, None)

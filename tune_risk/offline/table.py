@@ -42,7 +42,6 @@ from tune_risk.offline.formats import (
     ParsedTable,
     check_hyperparameters,
     check_keys,
-    file_kind,
     missing_mask,
     parse_frame,
     read_frame,
@@ -50,6 +49,7 @@ from tune_risk.offline.formats import (
     sorted_unique,
     table_error,
 )
+from tune_risk.offline.paths import file_kind
 from tune_risk.records import sample_mean_variance
 from tune_risk.tune_space import TuneSpaceCodec
 from tune_risk.warping import warp_values
