@@ -21,7 +21,7 @@ from tune_risk.offline.methods import check_replayable, method_settings, parse_m
 from tune_risk.offline.paths import check_table_path
 from tune_risk.settings import EngineSettings
 
-RESERVED_KEYS = ("table_row",)  # the replay's row key in Tune configs (tune_risk.offline.replay.ROW_KEY)
+RESERVED_KEYS = ("table_row", "config_id")  # the replay's row key (replay.ROW_KEY), the searcher's config id key
 
 
 @dataclass
