@@ -16,16 +16,39 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rl_tasks.envs import ALGORITHMS, ENVIRONMENTS
+from rl_tasks.envs import ALGORITHMS, ENVIRONMENTS, check_task
+
+MIN_SEEDS = 2  # rl_tasks.generate.MIN_SEEDS, not imported here: that module loads Ray
+
+
+def _count(minimum: int, why: str = "") -> Any:
+    """An argparse type: an integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            reason = f" ({why})" if why else ""
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}{reason}")
+        return value
+
+    return parse
 
 
 def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``generate`` options to a parser."""
     parser.add_argument("--algo", required=True, choices=ALGORITHMS, help="RL algorithm")
-    parser.add_argument("--env", required=True, help=f"environment, one of {sorted(ENVIRONMENTS)} (or an alias)")
-    parser.add_argument("--configs", type=int, default=128, help="number of scrambled-Sobol configurations")
-    parser.add_argument("--seeds", type=int, default=50, help="seeds 0..N-1 per configuration")
-    parser.add_argument("--steps", type=int, default=100_000, help="training environment steps per run")
+    parser.add_argument("--env", required=True,
+                        help=f"environment, one of {sorted(ENVIRONMENTS)}, an alias (cartpole) or ARLBench's name "
+                             "(cc_cartpole)")
+    parser.add_argument("--configs", type=_count(1), default=128, help="number of scrambled-Sobol configurations")
+    parser.add_argument("--seeds", type=_count(MIN_SEEDS, "a table needs a variance per configuration; tune-risk "
+                                                          "replay refuses fewer"),
+                        default=50, help="seeds 0..N-1 per configuration (at least 2; replay's default methods "
+                                         "need 20)")
+    parser.add_argument("--steps", type=_count(1), default=100_000, help="training environment steps per run")
     parser.add_argument("--out", required=True, help="output parquet path (metadata goes to <out>.json)")
     parser.add_argument("--sobol-seed", type=int, default=0, help="seed of the Sobol scrambling")
     parser.add_argument("--eval-episodes", type=int, default=128, help="greedy evaluation episodes at the end")
@@ -58,6 +81,7 @@ def _fixed_pair(text: str) -> tuple[str, Any]:
 
 def run_generate(args: argparse.Namespace) -> int:
     """Run the generator with parsed arguments; returns the process exit code."""
+    check_task(args.algo, args.env)  # now, not after importing JAX and Ray
     from rl_tasks.generate import generate_table  # noqa: PLC0415 - imports JAX
 
     argv = getattr(args, "argv", None)

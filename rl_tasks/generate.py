@@ -268,6 +268,21 @@ def _run_missing(
         on_done(config_id, ray.get(ready[0]))
 
 
+MIN_SEEDS = 2
+"""Seeds per configuration a table needs: its ground-truth variance, and ``tune-risk replay``, need two."""
+
+
+def check_sizes(configs: int, seeds: Sequence[int], steps: int) -> None:
+    """Refuse sizes that cannot make a usable table (before any training)."""
+    if configs <= 0 or steps <= 0:
+        raise ValueError(f"configs={configs} and steps={steps} must be positive")
+    if len(seeds) < MIN_SEEDS:
+        raise ValueError(f"seeds={len(seeds)}: a table needs at least {MIN_SEEDS} seeds per configuration (the "
+                         "ground-truth mean-variance needs a variance; tune-risk replay refuses fewer)")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {list(seeds)} repeat a seed; each seed must be distinct")
+
+
 def generate_table(
     algo: str,
     env: str,
@@ -310,8 +325,7 @@ def generate_table(
     spec = check_task(algo, env)
     out = Path(out)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    if configs <= 0 or not seed_list or steps <= 0:
-        raise ValueError(f"configs={configs}, seeds={seeds} and steps={steps} must be positive")
+    check_sizes(configs, seed_list, steps)
     fixed = {name: check_fixed_override(algo, name, value) for name, value in (fixed or {}).items()}
     layout = batching_layout(algo, spec.name, len(seed_list), devices, seeds_per_call)
     _check_manifest(out, _manifest(algo, spec.name, configs, seed_list, steps, seed, eval_episodes, layout, fixed))

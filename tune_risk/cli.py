@@ -40,16 +40,28 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:  # an optional part of the distribution is unavailable
             continue
         module.register(subparsers)
+    for subparser in subparsers.choices.values():
+        _accept_verbose(subparser)
     return parser
+
+
+def _accept_verbose(parser: argparse.ArgumentParser) -> None:
+    """``-v`` after the subcommand too (``tune-risk replay ... -v``); SUPPRESS keeps the global flag's value."""
+    try:
+        parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                            help="log every finished configuration")
+    except argparse.ArgumentError:  # the subcommand defines it already
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        parser.print_help()
-        return 0 if args.command is None else 2
+    if getattr(args, "func", None) is None:  # a bare ``tune-risk``: usage and exit code 2, as argparse does
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: a command is required (see {parser.prog} --help)", file=sys.stderr)
+        return 2
     args.argv = argv[argv.index(args.command) + 1:]  # recorded in table metadata ("command")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s: %(message)s")
@@ -59,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as error:  # bad input: one clear line, no traceback
         print(f"tune-risk {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, no traceback
+        print(f"tune-risk {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _version() -> str:

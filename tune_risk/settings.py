@@ -41,6 +41,14 @@ WARP_REFITS = ("outside_support", "never")
 LENGTHSCALES = ("mll", "oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb")
 OSCBO_FORMS = ("prefix", "literal")
 OSCBO_OMEGA = 0.001  # OMD step size of Table S1
+FIELD_CHOICES: dict[str, tuple[str, ...]] = {
+    "budget_unit": BUDGET_UNITS, "warp": WARP_MODES, "warp_refit": WARP_REFITS, "mean_noise": MEAN_NOISE,
+    "var_noise": VAR_NOISE, "kernel": KERNELS, "refit": REFIT, "standardization": STANDARDIZATION,
+    "beta_convention": BETA_CONVENTIONS, "launch_policy": LAUNCH_POLICIES, "late_results": LATE_RESULTS,
+    "lengthscale": LENGTHSCALES, "oscbo_form": OSCBO_FORMS,
+}
+"""Valid values of the string fields of :class:`EngineSettings` (besides ``method`` and the schedule),
+shared by the validation and the ``tune-risk replay`` flags."""
 
 
 @dataclass(frozen=True)
@@ -171,16 +179,10 @@ class EngineSettings:
         validate_schedule(self.beta_stop_schedule, self.schedule_param)
         if self.budget is not None:
             _check_int("budget", self.budget, minimum=1)
-        _check_choice("budget_unit", self.budget_unit, BUDGET_UNITS)
         if self.rho_bar_sq is not None:
             _check_number("rho_bar_sq", self.rho_bar_sq, minimum=0.0, strict=True)
         _check_number("warp_bound", self.warp_bound, minimum=0.5)
-        for name, valid in (
-            ("warp", WARP_MODES), ("warp_refit", WARP_REFITS), ("mean_noise", MEAN_NOISE), ("var_noise", VAR_NOISE),
-            ("kernel", KERNELS), ("refit", REFIT), ("standardization", STANDARDIZATION),
-            ("beta_convention", BETA_CONVENTIONS), ("launch_policy", LAUNCH_POLICIES),
-            ("late_results", LATE_RESULTS), ("lengthscale", LENGTHSCALES),
-        ):
+        for name, valid in FIELD_CHOICES.items():
             _check_choice(name, getattr(self, name), valid)
         self._check_oscbo()
         _check_int("window", self.window, minimum=1)
@@ -215,7 +217,6 @@ class EngineSettings:
         if self.oscbo_lambda_init is not None:
             _check_number("oscbo_lambda_init", self.oscbo_lambda_init, minimum=0.0, strict=True)
         _check_number("oscbo_omega", self.oscbo_omega, minimum=0.0, strict=True)
-        _check_choice("oscbo_form", self.oscbo_form, OSCBO_FORMS)
         changed = [name for name, default in (("oscbo_lambda_init", None), ("oscbo_omega", OSCBO_OMEGA),
                                               ("oscbo_form", "prefix")) if getattr(self, name) != default]
         if changed and self.lengthscale not in ("oscbo", "oscbo-l1"):

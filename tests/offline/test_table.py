@@ -90,9 +90,15 @@ def write(frame: pd.DataFrame, path: Path, metadata: dict | None = None) -> Path
     return path
 
 
+def load(path, **kwargs) -> OfflineTable:
+    """Load with the paper's protocol, incomplete configurations dropped (``make_data`` has one)."""
+    return OfflineTable.load(path, **{"missing": "drop", **kwargs})
+
+
 def reference() -> OfflineTable:
     configs, returns, wall = make_data()
-    return OfflineTable.from_arrays(configs, returns, seeds=SEEDS, wall_time=wall, metadata={"seeds": SEEDS})
+    return OfflineTable.from_arrays(configs, returns, seeds=SEEDS, wall_time=wall, metadata={"seeds": SEEDS},
+                                    missing="drop")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -104,7 +110,7 @@ def test_every_format_loads_the_same_table(tmp_path, fmt, suffix):
     configs, returns, wall = make_data()
     frame = {"long": long_frame, "wide": wide_frame, "list": list_frame}[fmt](configs, returns, wall)
     path = write(frame, tmp_path / f"table_{fmt}{suffix}", metadata={"seeds": SEEDS})
-    table, ref = OfflineTable.load(path), reference()
+    table, ref = load(path), reference()
     assert table.format == fmt and table.name == f"table_{fmt}"
     np.testing.assert_array_equal(table.returns, ref.returns)
     np.testing.assert_array_equal(table.seeds, SEEDS)
@@ -118,10 +124,10 @@ def test_every_format_loads_the_same_table(tmp_path, fmt, suffix):
 def test_list_format_parquet_lists_and_numpy_reprs(tmp_path):
     configs, returns, _ = make_data()
     path = write(list_frame(configs, returns, as_text=False), tmp_path / "lists.parquet", metadata={"seeds": SEEDS})
-    np.testing.assert_array_equal(OfflineTable.load(path).returns, reference().returns)
+    np.testing.assert_array_equal(load(path).returns, reference().returns)
     frame = configs.assign(performance=[str([np.float64(v) for v in r]) for r in returns])  # "[np.float64(1.0), ...]"
     path = write(frame, tmp_path / "reprs.csv", metadata={"seeds": SEEDS})
-    np.testing.assert_array_equal(OfflineTable.load(path).returns, reference().returns)
+    np.testing.assert_array_equal(load(path).returns, reference().returns)
 
 
 def test_wide_csv_with_index_column_and_prefixed_names(tmp_path):
@@ -129,21 +135,21 @@ def test_wide_csv_with_index_column_and_prefixed_names(tmp_path):
     frame = wide_frame(configs, returns).rename(columns=lambda c: c if c.startswith("perf") else f"hp_config.{c}")
     path = tmp_path / "indexed.csv"
     frame.to_csv(path, index=True)  # adds an "Unnamed: 0" column on reading
-    table = OfflineTable.load(path)
+    table = load(path)
     assert list(table.configs.columns) == ["config_id", "lr", "batch", "opt", "norm"]
     np.testing.assert_array_equal(table.returns, reference().returns)
 
 
 def test_list_format_without_metadata_numbers_seeds_from_zero(tmp_path):
     configs, returns, _ = make_data()
-    table = OfflineTable.load(write(list_frame(configs, returns), tmp_path / "t.csv"))
+    table = load(write(list_frame(configs, returns), tmp_path / "t.csv"))
     np.testing.assert_array_equal(table.seeds, np.arange(len(SEEDS)))
 
 
 def test_long_format_rows_in_any_order_and_extra_columns(tmp_path):
     configs, returns, _ = make_data()
     frame = long_frame(configs, returns).sample(frac=1.0, random_state=1).assign(budget=7, env_name="x")
-    table = OfflineTable.load(write(frame, tmp_path / "shuffled.parquet"))
+    table = load(write(frame, tmp_path / "shuffled.parquet"))
     np.testing.assert_array_equal(table.returns, reference().returns)
 
 
@@ -152,7 +158,7 @@ def test_training_steps_keeps_the_last(tmp_path):
     final = long_frame(configs, returns).assign(training_steps=3000)
     early = [final.assign(training_steps=steps, performance=-steps) for steps in (1000, 2000)]
     frame = pd.concat([final, *early]).sample(frac=1.0, random_state=0)
-    table = OfflineTable.load(write(frame, tmp_path / "steps.csv"))
+    table = load(write(frame, tmp_path / "steps.csv"))
     np.testing.assert_array_equal(table.returns, reference().returns)
 
 
@@ -160,40 +166,40 @@ def test_training_steps_in_wide_format(tmp_path):
     configs, returns, _ = make_data()
     final = wide_frame(configs, returns).assign(config_id=range(6), training_steps=20)
     frame = pd.concat([final.assign(training_steps=10, performance_seed_0=-1.0), final])
-    np.testing.assert_array_equal(OfflineTable.load(write(frame, tmp_path / "w.csv")).returns, reference().returns)
+    np.testing.assert_array_equal(load(write(frame, tmp_path / "w.csv")).returns, reference().returns)
 
 
 def test_wall_time_read_or_none(tmp_path):
     configs, returns, wall = make_data()
     keep = np.isfinite(returns).all(axis=1)
-    table = OfflineTable.load(write(wide_frame(configs, returns).assign(wall_time=wall[:, 0]), tmp_path / "a.csv"))
+    table = load(write(wide_frame(configs, returns).assign(wall_time=wall[:, 0]), tmp_path / "a.csv"))
     np.testing.assert_array_equal(table.wall_time, np.repeat(wall[keep, :1], len(SEEDS), axis=1))
-    assert OfflineTable.load(write(long_frame(configs, returns), tmp_path / "b.csv")).wall_time is None
-    assert not OfflineTable.load(write(long_frame(configs, returns), tmp_path / "c.csv")).summary()["has_wall_time"]
+    assert load(write(long_frame(configs, returns), tmp_path / "b.csv")).wall_time is None
+    assert not load(write(long_frame(configs, returns), tmp_path / "c.csv")).summary()["has_wall_time"]
 
 
 # --------------------------------------------------------------------------------------------------
-# NaN handling
+# missing values (one rule for every format; the error cases are in test_cli_ux.py)
 # --------------------------------------------------------------------------------------------------
 def test_nan_configurations_dropped_with_count(tmp_path, caplog):
     configs, returns, _ = make_data()
     returns[4, :] = np.nan
     returns[5, 3] = np.inf
     with caplog.at_level(logging.INFO, logger="tune_risk.offline.table"):
-        table = OfflineTable.load(write(long_frame(configs, returns), tmp_path / "nan.parquet"))
+        table = load(write(long_frame(configs, returns), tmp_path / "nan.parquet"))
     assert table.dropped_nan == 3 and table.n_configs == 3
     assert table.configs["config_id"].tolist() == [0, 1, 3]
     assert np.isfinite(table.returns).all()
-    assert "dropped 3 of 6 configurations" in caplog.text
+    assert "dropped 3 of 6 configurations with missing or non-finite returns" in caplog.text
     assert table.summary()["dropped_nan"] == 3
 
 
-def test_drop_nan_false_keeps_rows_and_warp_refuses(tmp_path):
+def test_missing_keep_keeps_rows_and_warp_refuses(tmp_path):
     configs, returns, _ = make_data()
     path = write(long_frame(configs, returns), tmp_path / "keep.parquet")
-    table = OfflineTable.load(path, drop_nan=False)
+    table = OfflineTable.load(path, missing="keep")
     assert table.dropped_nan == 0 and table.n_configs == 6 and np.isnan(table.returns[2, 1])
-    with pytest.raises(ValueError, match=r"keep\.parquet.*1 configuration\(s\) have NaN"):
+    with pytest.raises(ValueError, match=r"keep\.parquet.*1 configuration\(s\) have missing or non-finite"):
         table.true_mv()
 
 
@@ -204,7 +210,7 @@ def test_metadata_space_is_used(tmp_path):
     configs, returns, _ = make_data()
     path = write(long_frame(configs, returns), tmp_path / "meta.parquet")
     path.with_suffix(".json").write_text(json.dumps({"algorithm": "ppo", "search_space": SPACE_JSON}))
-    table = OfflineTable.load(path)
+    table = load(path)
     assert table.metadata["algorithm"] == "ppo"
     space = table.space
     assert isinstance(space["lr"], Float) and isinstance(space["lr"].get_sampler(), LogUniform)
@@ -223,15 +229,15 @@ def test_explicit_metadata_dict_or_file(tmp_path):
     configs, returns, _ = make_data()
     path = write(long_frame(configs, returns), tmp_path / "t.csv")
     meta = {"search_space": SPACE_JSON}
-    assert isinstance(OfflineTable.load(path, metadata=meta).space["opt"], Categorical)
+    assert isinstance(load(path, metadata=meta).space["opt"], Categorical)
     (tmp_path / "elsewhere.json").write_text(json.dumps(meta))
-    assert OfflineTable.load(path, metadata=tmp_path / "elsewhere.json").metadata == meta
+    assert load(path, metadata=tmp_path / "elsewhere.json").metadata == meta
 
 
 def test_inferred_space_rule_and_encoding(tmp_path):
     configs, returns, _ = make_data()
     configs = configs.assign(gamma=0.99, clip=np.linspace(0.1, 0.3, 6), steps=np.arange(6) * 10)
-    table = OfflineTable.load(write(long_frame(configs, returns), tmp_path / "infer.csv"))
+    table = load(write(long_frame(configs, returns), tmp_path / "infer.csv"))
     space, kept = table.space, table.configs
     assert isinstance(space["lr"].get_sampler(), LogUniform)  # spans 4 decades
     assert isinstance(space["clip"], Float) and not isinstance(space["clip"].get_sampler(), LogUniform)
@@ -281,7 +287,7 @@ def test_to_long_round_trip(tmp_path, suffix):
     written = ref.to_long(tmp_path / f"out{suffix}")
     meta = json.loads(Path(f"{written}.json").read_text())
     assert meta["format"] == "arlbench-long" and meta["seeds"] == SEEDS
-    again = OfflineTable.load(written)
+    again = load(written)
     np.testing.assert_array_equal(again.returns, ref.returns)
     np.testing.assert_array_equal(again.wall_time, ref.wall_time)
     pd.testing.assert_frame_equal(again.configs, ref.configs, check_dtype=False)
@@ -303,7 +309,7 @@ def test_reads_the_rl_tasks_generator_format(tmp_path):
     meta = {"format": "arlbench-long", "seeds": [0, 1, 2],
             "search_space": spaces.describe_space(spaces.get_space("ppo", "CartPole-v1"))}
     Path(f"{path}.json").write_text(json.dumps(meta))
-    table = OfflineTable.load(path)
+    table = load(path)
     assert table.dropped_nan == 1 and table.returns.shape == (7, 3) and np.all(table.wall_time == 1.0)
     assert table.config(0) == configs[0]
     np.testing.assert_array_equal(table.unit_points()[0], TuneSpaceCodec.from_param_space(table.space).encode(configs[0]))
@@ -341,7 +347,8 @@ BAD_FRAMES = {
                                                                           .where(f.index != 3, "oops")),
                     r"column 'performance' holds a non-numeric value 'oops'"),
     "ragged": (lambda: _long().drop(index=[9]), r"config_id 2 is missing seed\(s\) \[1\]"),
-    "all_nan": (lambda: _long().assign(performance=np.nan), "all 3 configurations have NaN"),
+    "all_nan": (lambda: _long().assign(performance=np.nan), r"missing values: config_id 0 is missing seed\(s\) "
+                                                             r"\[0, 1, 3, 7\] \(column 'performance': NaN"),
     "one_seed": (lambda: _long().query("seed == 0"), r"fewer than 2 seeds \(1"),
     "hp_missing": (lambda: _long(**{"hp_config.lr": (0, np.nan)}), r"'hp_config\.lr' holds an invalid value nan"),
     "hp_varies": (lambda: _long(**{"hp_config.opt": (1, "rmsprop")}), r"'hp_config\.opt' differs within config_id 0"),
@@ -387,7 +394,7 @@ def test_metadata_space_that_does_not_match_raises(tmp_path, case):
     space, message = BAD_SPACES[case]
     path = write(long_frame(configs, returns), tmp_path / f"space_{case}.parquet", {"search_space": space})
     with pytest.raises(ValueError, match=re.escape(path.name) + ".*" + message):
-        OfflineTable.load(path)
+        load(path)
 
 
 def test_missing_file_unknown_extension_bad_metadata(tmp_path):

@@ -1,9 +1,10 @@
 """Offline-table mode: ARLBench-style tables of RL returns (configurations x seeds) for replay benchmarks.
 
 :class:`OfflineTable` (in :mod:`tune_risk.offline.table`) loads a table in the ARLBench long, Hypersweeper
-wide or bracketed-list format (:mod:`tune_risk.offline.formats`), drops configurations with NaN returns
-(ERAHBO App. C.1), and provides the Tune search space, the pooled warp and the ground-truth MV
-(docs/algorithms.md §1.2, §1.12). Imports are lazy so that ``tune-risk --help`` stays instant.
+wide or bracketed-list format (:mod:`tune_risk.offline.formats`), refuses or (``missing="drop"``, ERAHBO
+App. C.1) drops configurations without a finite return for every seed, and provides the Tune search
+space, the pooled warp and the ground-truth MV (docs/algorithms.md §1.2, §1.12). Imports are lazy so that
+``tune-risk --help`` stays instant.
 """
 
 from __future__ import annotations

@@ -1,108 +1,181 @@
-"""``tune-risk replay``: benchmark HPO methods on offline tables, like the ERAHBO paper.
+"""tune-risk replay: benchmark HPO methods on offline tables of RL returns, like the ERAHBO paper.
 
     tune-risk replay --table datasets/ppo_cartpole.parquet --methods erahbo,rahbo-k2,rahbo-k20,gp-ucb \\
         --repeats 20 --budget 1500 --workers 1 --seed 0 --out results/replay [--via tune] \\
-        [--warp pooled|online] [--k-init K]
+        [--warp pooled|online] [--k-init K] [--alpha A] ...
 
-Writes ``runs.csv`` (one row per table, method, repeat, evaluation), ``rounds.csv`` (one row per BO
-round), ``summary.md`` and PNG figures into ``--out``. Repetition ``r`` uses seed ``--seed + r``
-for the initial design and the seed permutations, shared by all methods. ``--warp pooled`` (the
-paper's protocol) gives every method the warp fitted on the whole table; ``--warp online`` lets the
-engine fit its own on the initial design and re-fit it as data arrive, as in live use. Regret is
-measured on the pooled warp either way.
+Writes runs.csv (one row per table, method, repeat, evaluation), rounds.csv (one row per BO round),
+summary.md and PNG figures into --out. Repetition r uses seed --seed + r for the initial design and
+the seed permutations, shared by all methods. --warp pooled (the paper's protocol) gives every
+method the warp fitted on the whole table; --warp online lets the engine fit its own on the initial
+design and re-fit it as data arrive, as in live use. Regret is measured on the pooled warp either way.
+
+Resumable: each (table, method, repeat) is written to --out/units/ as soon as it finishes; Ctrl-C
+keeps them (exit code 130), and rerunning the same command replays only the missing ones and writes
+the same final files as an uninterrupted run. Bad arguments, tables or methods fail at once, before
+anything runs (exit code 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+from tune_risk.offline.knobs import add_engine_arguments
+from tune_risk.offline.methods import METHOD_HELP
+
+DEFAULT_METHODS = "erahbo,rahbo-k2,rahbo-k20,gp-ucb"
+MISSING_CHOICES = ("error", "drop")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the description's layout and show every option's default (or that it is required)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default:" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        if action.required:
+            return f"{text} (required)"
+        if action.default is None:
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``replay`` subcommand."""
     parser = subparsers.add_parser(
         "replay", help="replay offline tables of RL returns to benchmark HPO methods",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, formatter_class=HelpFormatter,
     )
-    parser.add_argument("--table", action="append", required=True, type=Path,
-                        help="table file (parquet or CSV; repeat the flag for several tables)")
-    parser.add_argument("--methods", default="erahbo,rahbo-k2,rahbo-k20,gp-ucb",
-                        help="comma-separated: erahbo, erahbo-exp, erahbo-sigmoid, rahbo-k<k>, gp-ucb")
-    parser.add_argument("--repeats", type=_positive, default=20)
-    parser.add_argument("--budget", type=_positive, default=1500, help="BO replicate evaluations (N_max)")
-    parser.add_argument("--workers", type=_positive, default=1, help="parallel workers (replicates at once)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--table", action="append", required=True, type=Path, metavar="FILE",
+                        help="table file, parquet or CSV (repeat the flag for several tables)")
+    parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST", help=f"comma-separated: {METHOD_HELP}")
+    parser.add_argument("--repeats", type=_positive, default=20, metavar="N",
+                        help="repetitions per (table, method); repetition r uses seed --seed + r")
+    parser.add_argument("--budget", type=_positive, default=1500, metavar="N",
+                        help="BO replicate evaluations per replay (N_max; the initial design is not charged)")
+    parser.add_argument("--workers", type=_positive, default=1, metavar="W",
+                        help="parallel workers (replicates at once)")
+    parser.add_argument("--seed", type=_non_negative, default=0, metavar="S",
+                        help="seed of repetition 0 (initial design and seed permutations, shared by all methods)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="output directory: runs.csv, rounds.csv, summary.md, figures, and units/ for resuming")
     parser.add_argument("--via", choices=("direct", "tune"), default="direct",
                         help="direct simulated loop (fast) or a real Ray Tune run")
     parser.add_argument("--warp", choices=("pooled", "online"), default="pooled",
                         help="output warp the methods see: pooled over the table (paper) or fitted online (live use)")
-    parser.add_argument("--k-init", type=_positive, default=None,
-                        help="replicates per initial configuration (default: each method's, k_max for ERAHBO)")
+    parser.add_argument("--missing", choices=MISSING_CHOICES, default="error",
+                        help="a configuration without a finite return for every seed (no row, empty, NaN, inf): "
+                             "an error, or drop it (ERAHBO App. C.1)")
+    parser.add_argument("--seed-key", default="seed", metavar="KEY",
+                        help="with --via tune: the Tune config key holding the training seed")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log every finished configuration")
+    add_engine_arguments(parser)
     parser.set_defaults(func=run_replay)
     return parser
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from tune_risk.offline.replay import ReplayTask, method_settings, parse_methods, rounds_rows, runs_rows
-    from tune_risk.offline.summary import write_summary
-    from tune_risk.offline.table import OfflineTable
+    """Validate the call (before heavy imports), replay the missing units, write the outputs."""
+    from tune_risk.offline.preflight import plan_replay
+    from tune_risk.offline.units import UNITS, Unit, UnitStore
 
-    methods = parse_methods(args.methods)
-    if args.k_init is not None:  # now, not after the first replays
-        for method in methods:
-            method_settings(method, budget=args.budget, seed=0, k_init=args.k_init)
-    try:  # now, not after hours of replay
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"--out {args.out}: cannot create the output directory ({err.strerror})") from err
-    tables = [OfflineTable.load(path) for path in args.table]
-    for table in tables:
-        if table.dropped_nan:
-            print(f"{table.name}: dropped {table.dropped_nan} configurations with NaN returns", file=sys.stderr)
-    jobs = [(t, m, r) for t in tables for m in methods for r in range(args.repeats)]
-    run_rows: list[dict] = []
-    round_rows: list[dict] = []
-    if args.via == "tune":
-        _init_ray(args.workers)
-    progress = Progress(len(jobs))
-    tasks = {table.name: ReplayTask.from_table(table) for table in tables}
-    for table, method, repeat in jobs:
-        task = tasks[table.name]
-        result = _replay_one(args, table, task, method, args.seed + repeat)
-        result.repeat = repeat
-        run_rows.extend(runs_rows(result, task))
-        round_rows.extend(rounds_rows(result, task))
-        progress.step(f"{table.name} {method} repeat {repeat}")
-    runs, rounds = pd.DataFrame(run_rows), pd.DataFrame(round_rows)
-    runs.to_csv(args.out / "runs.csv", index=False)
-    rounds.to_csv(args.out / "rounds.csv", index=False)
-    written = write_summary(runs, rounds, args.out, title="Offline replay: " + ", ".join(t.name for t in tables))
-    print(f"wrote {args.out / 'runs.csv'}, {args.out / 'rounds.csv'} and {len(written)} summary files to {args.out}")
+    plan = plan_replay(args)
+    units = [Unit(t.name, m, r) for t in plan.tables for m in plan.methods for r in range(args.repeats)]
+    store = UnitStore(args.out)
+    store.prepare(_protocol(args, plan.overrides), {t.name: t.fingerprint() for t in plan.tables})
+    for table in plan.tables:
+        if table.n_dropped:
+            print(f"{table.path}: dropped {table.n_dropped} configuration(s) with missing or non-finite returns "
+                  "(--missing drop)", file=sys.stderr)
+    todo = [unit for unit in units if not store.is_done(unit)]
+    try:
+        if todo:
+            _replay_units(args, plan, store, todo, len(units))
+    except KeyboardInterrupt:
+        done = sum(store.is_done(unit) for unit in units)
+        print(f"interrupted: {done} of {len(units)} replays finished and kept in {args.out / UNITS}; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 130
+    _write_outputs(args, plan, store, units, reused=len(units) - len(todo))
     return 0
 
 
-def _replay_one(args, table, task, method: str, seed: int):
+def _protocol(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The settings that decide a unit's result (recorded in the manifest; methods and repeats pick units)."""
+    return {"budget": args.budget, "workers": args.workers, "seed": args.seed, "via": args.via, "warp": args.warp,
+            "missing": args.missing, "seed_key": args.seed_key, "engine": overrides}
+
+
+def _replay_units(args: argparse.Namespace, plan: Any, store: Any, todo: list, total: int) -> None:
+    """Replay ``todo`` in order, writing each unit as it finishes, under a progress bar on stderr."""
+    from tqdm import tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    from tune_risk.offline.replay import ReplayTask, rounds_rows, runs_rows
+    from tune_risk.offline.table import OfflineTable
+
+    needed = {unit.table for unit in todo}
+    tables = {t.name: OfflineTable.from_parsed(t.parsed, t.path, t.metadata, missing=args.missing)
+              for t in plan.tables if t.name in needed}
+    tasks = {name: ReplayTask.from_table(table) for name, table in tables.items()}
+    if args.via == "tune":
+        _init_ray(args.workers)
+    with logging_redirect_tqdm(), tqdm(total=total, initial=total - len(todo), unit="replay", file=sys.stderr,
+                                       dynamic_ncols=True) as bar:
+        for unit in todo:
+            bar.set_postfix_str(unit.label(), refresh=True)
+            task = tasks[unit.table]
+            result = _replay_one(args, tables[unit.table], task, unit.method, args.seed + unit.repeat, plan.overrides)
+            result.repeat = unit.repeat
+            store.write(unit, {"runs": runs_rows(result, task), "rounds": rounds_rows(result, task)})
+            bar.update()
+
+
+def _replay_one(args: argparse.Namespace, table: Any, task: Any, method: str, seed: int, overrides: dict[str, Any]):
     from tune_risk.offline.replay import replay_direct, replay_tune
 
-    overrides = {} if args.k_init is None else {"k_init": args.k_init}
     if args.via == "direct":
         return replay_direct(task, method, seed, args.budget, workers=args.workers, warp=args.warp, **overrides)
     configs = [table.config(row) for row in range(len(table.configs))]
     return replay_tune(task, table.space, configs, method, seed, args.budget, workers=args.workers,
-                       storage_path=str((args.out / "ray").resolve()), warp=args.warp, **overrides)
+                       storage_path=str((args.out / "ray").resolve()), warp=args.warp, seed_key=args.seed_key,
+                       **overrides)
+
+
+def _write_outputs(args: argparse.Namespace, plan: Any, store: Any, units: list, reused: int) -> None:
+    """``runs.csv`` and ``rounds.csv`` from the unit files (job order), then the summary and figures."""
+    from tune_risk.offline.summary import write_summary
+
+    for kind in ("runs", "rounds"):
+        store.assemble(units, kind, args.out / f"{kind}.csv")
+    runs, rounds = _read_csv(args.out / "runs.csv"), _read_csv(args.out / "rounds.csv")
+    written = write_summary(runs, rounds, args.out, title="Offline replay: " + ", ".join(t.name for t in plan.tables))
+    note = f" ({reused} of {len(units)} replays reused from an earlier run)" if reused else ""
+    print(f"wrote {args.out / 'runs.csv'}, {args.out / 'rounds.csv'} and {len(written)} summary files to "
+          f"{args.out}{note}")
+
+
+def _read_csv(path: Path):
+    import pandas as pd
+
+    if path.stat().st_size == 0:
+        return pd.DataFrame()
+    return pd.read_csv(path)  # fresh or resumed, the summary reads the same file: the same bytes out
 
 
 def _init_ray(workers: int) -> None:
-    import logging
-
     import ray
 
+    # Ctrl-C must reach us as KeyboardInterrupt: Tune's own handler would end the run "successfully"
+    # and a partial replay would be written as finished.
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
     if not ray.is_initialized():
         ray.init(num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False,
                  logging_level=logging.WARNING)
@@ -118,18 +191,11 @@ def _positive(text: str) -> int:
     return value
 
 
-class Progress:
-    """A one-line progress bar with ETA on stderr."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.started = total, 0, time.perf_counter()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        elapsed = time.perf_counter() - self.started
-        eta = elapsed / self.done * (self.total - self.done)
-        filled = int(30 * self.done / self.total)
-        bar = "#" * filled + "." * (30 - filled)
-        end = "\n" if self.done == self.total else ""
-        print(f"\r[{bar}] {self.done}/{self.total} {label:<40.40} elapsed {elapsed:5.0f}s ETA {eta:5.0f}s",
-              end=end, file=sys.stderr, flush=True)
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value

@@ -11,7 +11,8 @@ Format rules (detected from the columns, in this order):
 * **long** (ARLBench): columns ``config_id``, ``seed``, ``performance`` and ``hp_config.<name>...``;
   one row per (configuration, seed). With a ``training_steps`` column only the row with the largest
   ``training_steps`` of each (config_id, seed) is kept. Optional ``wall_time`` (seconds per run).
-  Other columns are ignored. Configurations and seeds are sorted by id.
+  Other columns are ignored. Configurations and seeds are sorted by id (numbers numerically, strings
+  in natural order: ``s0, s1, s2, ..., s10``).
 * **wide** (Hypersweeper): one row per configuration, ``performance_seed_<s>`` columns (seed id ``s``,
   an int when it is one); optional ``wall_time_seed_<s>`` columns or one ``wall_time`` column
   (broadcast to all seeds).
@@ -24,6 +25,15 @@ In the wide and list formats every column that is not reserved (``config_id``, `
 ``hp_config.`` prefix is stripped; configurations keep file order, ``config_id`` defaults to the row
 number. Every error is a ``ValueError`` that starts with the file and names the column or value (row
 numbers in messages count the file's data rows from 0).
+
+Missing values, one rule for every format (:func:`missing_mask`): every configuration needs a finite
+return for every seed. A long-format (configuration, seed) without a row, an empty, ``NaN`` or ``None``
+cell of a wide seed column or of a list, and ``±inf`` (reported as non-finite) all make the
+configuration incomplete; by default that is an error naming the file, the column, the configuration
+and the seeds. ``missing="drop"`` drops incomplete configurations instead (ERAHBO App. C.1, A-19).
+
+CSV files may be separated by commas, semicolons, tabs or pipes: the separator is the one the header
+line uses most (a comma on ties), since hyperparameter names practically never contain one.
 """
 
 from __future__ import annotations
@@ -41,15 +51,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tune_risk.offline.paths import check_table_path, table_error
+
 logger = logging.getLogger(__name__)
 
 HP_PREFIX = "hp_config."
-SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 _SEED_COLUMN = re.compile(r"^performance_seed_(.+)$")
 _WALL_SEED_COLUMN = re.compile(r"^wall_time_seed_(.+)$")
 _RESERVED = re.compile(r"^(config_id|performance|wall_time|training_steps|seed|Unnamed: \d+)$")
 _NUMPY_SCALAR = re.compile(r"^(?:np\.|numpy\.)?float(?:16|32|64)?\((.*)\)$")
 _NAN_TOKENS = {"nan", "none", "null", "na", ""}
+CSV_SEPARATORS = (",", ";", "\t", "|")
+MISSING_POLICIES = ("error", "drop", "keep")
 
 
 @dataclass
@@ -66,29 +79,27 @@ class ParsedTable:
     """``(n_configs, n_seeds)`` seconds per run, or ``None``."""
     format: str
     """``"long"``, ``"wide"`` or ``"list"``."""
-
-
-def table_error(source: str, message: str) -> ValueError:
-    """A ``ValueError`` whose message starts with the table's file (or name)."""
-    return ValueError(f"{source}: {message}")
+    return_columns: list[str] | None = None
+    """The file column holding each seed's returns (``None``: ``"performance"`` for every seed)."""
+    absent: np.ndarray | None = None
+    """``(n_configs, n_seeds)`` mask of cells without a row in the file (long format), or ``None``."""
 
 
 # --- files ----------------------------------------------------------------------------------------
-def file_kind(path: Path) -> str:
-    """``"parquet"`` or ``"csv"`` from the suffix; ``ValueError`` for anything else."""
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise table_error(str(path), f"unknown extension {path.suffix!r}; expected one of {sorted(SUFFIXES)}")
-    return kind
+def csv_separator(path: Path) -> str:
+    """The separator the header line of a CSV file uses most (a comma when it uses none)."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        header = handle.readline()
+    counts = {sep: header.count(sep) for sep in CSV_SEPARATORS}
+    best = max(counts, key=counts.__getitem__)  # the first (a comma) on ties
+    return best if counts[best] else ","
 
 
 def read_frame(path: Path) -> pd.DataFrame:
     """Read a parquet or CSV file into a DataFrame, turning every read failure into a ``ValueError``."""
-    kind = file_kind(path)
-    if not path.is_file():
-        raise table_error(str(path), "file not found")
+    kind = check_table_path(path)
     try:
-        return pd.read_parquet(path) if kind == "parquet" else pd.read_csv(path)
+        return pd.read_parquet(path) if kind == "parquet" else pd.read_csv(path, sep=csv_separator(path))
     except Exception as err:  # noqa: BLE001 - pyarrow/pandas raise many types; all mean "unreadable"
         raise table_error(str(path), f"cannot read as {kind}: {type(err).__name__}: {err}") from err
 
@@ -189,6 +200,20 @@ def _seed_from_suffix(suffix: str) -> Any:
 
 def _sort_key(value: Any) -> tuple:
     return (type(value).__name__, value)
+
+
+def _id_key(value: Any) -> tuple:
+    """Numbers first, numerically; then strings in natural order (``s2`` before ``s10``), text breaking ties."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return (0, value, ())
+    text = str(value)
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
+    return (1, 0, parts, text)
+
+
+def sorted_ids(values: list[Any]) -> list[Any]:
+    """Distinct configuration or seed ids in natural order (see :func:`_id_key`)."""
+    return sorted(dict.fromkeys(values), key=_id_key)
 
 
 def sorted_unique(values: list[Any], typed: bool = False) -> list[Any]:
@@ -299,11 +324,12 @@ def _parse_long(frame: pd.DataFrame, source: str) -> ParsedTable:
         config_id, seed = frame.loc[dup, ["config_id", "seed"]].iloc[0].tolist()
         raise table_error(source, f"duplicate rows for (config_id, seed) = ({config_id!r}, {seed!r})")
     check_hyperparameters(frame, hp_columns, source)
-    config_ids = sorted_unique(frame["config_id"].tolist())
-    seeds = sorted_unique(frame["seed"].tolist())
+    config_ids = sorted_ids(frame["config_id"].tolist())
+    seeds = sorted_ids(frame["seed"].tolist())
     rows = frame["config_id"].map({c: i for i, c in enumerate(config_ids)}).to_numpy()
     cols = frame["seed"].map({s: j for j, s in enumerate(seeds)}).to_numpy()
-    _check_complete(rows, cols, config_ids, seeds, source)
+    absent = np.ones((len(config_ids), len(seeds)), dtype=bool)
+    absent[rows, cols] = False
     _check_constant_within(frame, rows, hp_columns, config_ids, source)
     returns = _pivot(to_float(frame["performance"], "performance", source), rows, cols, len(config_ids), len(seeds))
     wall_time = None
@@ -313,28 +339,13 @@ def _parse_long(frame: pd.DataFrame, source: str) -> ParsedTable:
     first[rows[::-1]] = np.arange(len(rows))[::-1]
     configs = frame.iloc[first][hp_columns].rename(columns=lambda c: c[len(HP_PREFIX):]).reset_index(drop=True)
     configs.insert(0, "config_id", config_ids)
-    return ParsedTable(configs, returns, seeds, wall_time, "long")
+    return ParsedTable(configs, returns, seeds, wall_time, "long", absent=absent)
 
 
 def _pivot(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, n: int, s: int) -> np.ndarray:
     out = np.full((n, s), np.nan)
     out[rows, cols] = values
     return out
-
-
-def _check_complete(rows: np.ndarray, cols: np.ndarray, config_ids: list, seeds: list, source: str) -> None:
-    """Every configuration must have every seed (a ragged table cannot be replayed)."""
-    present = np.zeros((len(config_ids), len(seeds)), dtype=bool)
-    present[rows, cols] = True
-    ragged = np.flatnonzero(~present.all(axis=1))
-    if ragged.size:
-        i = ragged[0]
-        missing = [seeds[j] for j in np.flatnonzero(~present[i])]
-        raise table_error(
-            source,
-            f"ragged table: config_id {config_ids[i]!r} is missing seed(s) {missing[:10]} "
-            f"({ragged.size} configuration(s) lack some of the {len(seeds)} seeds)",
-        )
 
 
 def _check_constant_within(frame: pd.DataFrame, rows: np.ndarray, columns: list[str], config_ids: list,
@@ -368,14 +379,15 @@ def _parse_per_config(frame: pd.DataFrame, source: str, kind: str, metadata: dic
         raise table_error(source, f"duplicate rows for config_id {frame.loc[dup, 'config_id'].tolist()[0]!r}")
     check_hyperparameters(frame, hp_columns, source)
     if kind == "wide":
-        seeds, returns, wall_time = _wide_returns(frame, source)
+        seeds, returns, wall_time, return_columns = _wide_returns(frame, source)
     else:
         seeds, returns, wall_time = _list_returns(frame, source, metadata)
+        return_columns = None
     names = {c: c[len(HP_PREFIX):] if c.startswith(HP_PREFIX) else c for c in hp_columns}
     if len(set(names.values())) < len(names) or "config_id" in names.values():
         raise table_error(source, f"hyperparameter names clash after removing '{HP_PREFIX}': {hp_columns}")
     configs = frame[["config_id", *hp_columns]].rename(columns=names).reset_index(drop=True)
-    return ParsedTable(configs, returns, seeds, wall_time, kind)
+    return ParsedTable(configs, returns, seeds, wall_time, kind, return_columns=return_columns)
 
 
 def _seed_columns(frame: pd.DataFrame, pattern: re.Pattern, source: str) -> dict[Any, str]:
@@ -390,9 +402,11 @@ def _seed_columns(frame: pd.DataFrame, pattern: re.Pattern, source: str) -> dict
     return out
 
 
-def _wide_returns(frame: pd.DataFrame, source: str) -> tuple[list, np.ndarray, np.ndarray | None]:
+def _wide_returns(frame: pd.DataFrame, source: str) -> tuple[list, np.ndarray, np.ndarray | None, list[str]]:
+    """Seeds, returns, wall times and the column of each seed, in seed order."""
     by_seed = _seed_columns(frame, _SEED_COLUMN, source)
-    seeds = sorted_unique(list(by_seed))
+    seeds = sorted_ids(list(by_seed))
+    columns = [by_seed[s] for s in seeds]
     returns = np.column_stack([to_float(frame[by_seed[s]], by_seed[s], source) for s in seeds])
     wall_by_seed = _seed_columns(frame, _WALL_SEED_COLUMN, source)
     if wall_by_seed:
@@ -402,8 +416,8 @@ def _wide_returns(frame: pd.DataFrame, source: str) -> tuple[list, np.ndarray, n
             raise table_error(source, f"wall_time_seed_<s> columns do not match the seeds: missing {missing}, "
                                       f"unexpected {extra}")
         wall = np.column_stack([to_float(frame[wall_by_seed[s]], wall_by_seed[s], source) for s in seeds])
-        return seeds, returns, wall
-    return seeds, returns, _broadcast_wall_time(frame, len(seeds), source)
+        return seeds, returns, wall, columns
+    return seeds, returns, _broadcast_wall_time(frame, len(seeds), source), columns
 
 
 def _broadcast_wall_time(frame: pd.DataFrame, n_seeds: int, source: str) -> np.ndarray | None:
@@ -442,3 +456,54 @@ def _list_returns(frame: pd.DataFrame, source: str, metadata: dict[str, Any]) ->
         if wall_time is not None and wall_time.shape != returns.shape:
             raise table_error(source, f"column 'wall_time' has shape {wall_time.shape}, returns {returns.shape}")
     return [_clean_id(s) for s in seeds], returns, wall_time
+
+
+# --- missing values -------------------------------------------------------------------------------
+def missing_mask(parsed: ParsedTable, source: str, policy: str = "error") -> np.ndarray:
+    """Configurations to keep under the missing-value rule of the module docstring.
+
+    ``policy``: ``"error"`` raises a ``ValueError`` naming the file, the column, the first incomplete
+    configuration and its seeds; ``"drop"`` keeps the complete configurations (an error when none is);
+    ``"keep"`` keeps every configuration (for inspection: the warp then refuses the table).
+    """
+    if policy not in MISSING_POLICIES:
+        raise ValueError(f"unknown missing={policy!r}; valid values are {', '.join(map(repr, MISSING_POLICIES))}")
+    bad = ~np.isfinite(parsed.returns)
+    incomplete = bad.any(axis=1)
+    if policy == "keep" or not incomplete.any():
+        return np.ones(len(incomplete), dtype=bool)
+    if policy == "error":
+        raise table_error(source, describe_missing(parsed, bad))
+    if incomplete.all():
+        raise table_error(source, f"all {len(incomplete)} configurations lack a finite return for some seed; "
+                                  f"nothing is left after dropping them ({describe_missing(parsed, bad, hint=False)})")
+    return ~incomplete
+
+
+def describe_missing(parsed: ParsedTable, bad: np.ndarray, hint: bool = True) -> str:
+    """One line naming the first incomplete configuration, its seeds, column and values."""
+    incomplete = bad.any(axis=1)
+    row = int(np.flatnonzero(incomplete)[0])
+    cols = np.flatnonzero(bad[row])
+    config_id = _clean_id(parsed.configs["config_id"].iloc[row])
+    seeds = [_clean_id(parsed.seeds[j]) for j in cols]
+    cells = [_cell_text(parsed, row, j) for j in cols]
+    names = parsed.return_columns or ["performance"] * len(parsed.seeds)
+    where = ", ".join(f"column {names[j]!r}: {cell}" for j, cell in list(zip(cols, cells, strict=True))[:5])
+    if all(cell in ("inf", "-inf") for cell in cells):
+        head = f"non-finite returns: config_id {config_id!r} has non-finite returns for seed(s) {seeds[:10]}"
+    else:
+        head = f"missing values: config_id {config_id!r} is missing seed(s) {seeds[:10]}"
+    text = (f"{head} ({where}); {int(incomplete.sum())} of {len(incomplete)} configuration(s) lack a finite "
+            f"return for some of the {len(parsed.seeds)} seeds")
+    if hint:
+        text += (" (every configuration needs a finite return for every seed; --missing drop, or "
+                 "missing='drop' in Python, drops incomplete configurations as ERAHBO App. C.1 does)")
+    return text
+
+
+def _cell_text(parsed: ParsedTable, row: int, col: int) -> str:
+    if parsed.absent is not None and parsed.absent[row, col]:
+        return "no row"
+    value = float(parsed.returns[row, col])
+    return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")

@@ -23,60 +23,22 @@ Two paths make the same decisions for the same seed (a test checks):
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tune_risk.engine import Engine
+from tune_risk.offline.methods import PAPER_METHODS, WARPS, check_replayable, method_settings, parse_methods
 from tune_risk.records import Replicate, sample_mean_variance
 from tune_risk.settings import EngineSettings
 from tune_risk.simulate import simulate
 from tune_risk.warping import FrozenWarp, fit_warp
 
 ROW_KEY = "table_row"
-PAPER_METHODS = ("erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
-WARPS = ("pooled", "online")
-_METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
-
-
-def method_settings(name: str, budget: int, seed: int, warp: str = "pooled", **overrides: Any) -> EngineSettings:
-    """Engine settings of a benchmark method name (docs/algorithms.md §1.13).
-
-    ``erahbo`` (k_min=2, k_max=20, k_init=20), ``erahbo-exp`` / ``erahbo-sigmoid`` (β_stop
-    schedules, App. C.5), ``rahbo-k<k>`` (fixed k, k_init = k) and ``gp-ucb`` (α = 0, k = 20).
-    ``warp="pooled"``: the engine gets the table's pooled warp (the paper's protocol, A-13);
-    ``"online"``: it fits its own on the initial design and re-fits it as in live use (§1.2).
-    """
-    match = _METHOD_PATTERN.match(name)
-    if match is None:
-        raise ValueError(
-            f"unknown method {name!r}; valid: erahbo, erahbo-exp, erahbo-sigmoid, rahbo-k<k> (e.g. rahbo-k2), gp-ucb"
-        )
-    if warp not in WARPS:
-        raise ValueError(f"unknown warp={warp!r}; valid values are 'pooled' (the table's) and 'online' (live use)")
-    common = dict(budget=budget, seed=seed, common_random_numbers=True, budget_unit="samples",
-                  warp="none" if warp == "pooled" else "online")
-    if name.startswith("erahbo"):
-        schedule = {"erahbo": "constant", "erahbo-exp": "exponential", "erahbo-sigmoid": "sigmoid"}[name]
-        return EngineSettings.for_method("erahbo", beta_stop_schedule=schedule, **common, **overrides)
-    if name == "gp-ucb":
-        return EngineSettings.for_method("gp-ucb", k=20, **common, **overrides)
-    k = int(match.group(2))
-    if k < 2:
-        raise ValueError(f"rahbo needs k >= 2 replicates (a variance), got {name!r}")
-    return EngineSettings.for_method("rahbo", k=k, **common, **overrides)
-
-
-def parse_methods(text: str) -> list[str]:
-    """``"erahbo,rahbo-k2"`` -> validated method names."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    if not names:
-        raise ValueError("--methods is empty")
-    for name in names:
-        method_settings(name, budget=10, seed=0)  # raises ValueError naming the method
-    return names
+__all__ = ["PAPER_METHODS", "ROW_KEY", "WARPS", "ReplayResult", "ReplayTask", "bo_runs_launched", "check_budget",
+           "method_settings", "parse_methods", "replay_direct", "replay_trainable", "replay_tune", "rounds_rows",
+           "runs_rows", "seed_permutation"]  # method names live in tune_risk.offline.methods (torch-free)
 
 
 def seed_permutation(repeat: int, row: int, n_seeds: int) -> np.ndarray:
@@ -135,12 +97,8 @@ class ReplayResult:
 
 
 def check_budget(task: ReplayTask, settings: EngineSettings) -> None:
-    """Bad input: the table must hold k_max seeds, and the budget must allow one round."""
-    needed = max(settings.k_max, settings.replicates_initial)
-    if task.n_seeds < needed:
-        raise ValueError(f"table {task.name!r} has {task.n_seeds} seeds, fewer than k_max={needed} replicates")
-    if settings.budget is not None and settings.budget < settings.k_min:
-        raise ValueError(f"budget={settings.budget} is smaller than one round (k_min={settings.k_min} replicates)")
+    """Bad input: enough seeds and configurations in the table, and a budget of at least one round."""
+    check_replayable(task.name, task.returns.shape[0], task.n_seeds, settings)
 
 
 def replay_direct(task: ReplayTask, method: str, repeat: int, budget: int, workers: int = 1,
@@ -172,8 +130,8 @@ def bo_runs_launched(engine: Engine) -> float:
     return float(sum(1 for run in engine.runs.values() if engine.records[run.config_id].phase == "bo"))
 
 
-def replay_trainable(task: ReplayTask, repeat: int, metric: str = "return"):
-    """A Tune function trainable returning the table's return for ``(config[ROW_KEY], config["seed"])``.
+def replay_trainable(task: ReplayTask, repeat: int, metric: str = "return", seed_key: str = "seed"):
+    """A Tune function trainable returning the table's return for ``(config[ROW_KEY], config[seed_key])``.
 
     Under common random numbers the searcher's seed is the replicate's seed index; the trainable maps
     it through the repetition's seed permutation, exactly as ``replay_direct`` does.
@@ -184,7 +142,7 @@ def replay_trainable(task: ReplayTask, repeat: int, metric: str = "return"):
     def trainable(config: dict) -> None:
         from ray import tune
 
-        row, seed_index = int(config[ROW_KEY]), int(config["seed"])
+        row, seed_index = int(config[ROW_KEY]), int(config[seed_key])
         column = int(np.random.default_rng([repeat, row, 0x5EED]).permutation(n_seeds)[seed_index])
         tune.report({metric: float(returns[row, column]), "table_seed": column})
 
@@ -193,12 +151,13 @@ def replay_trainable(task: ReplayTask, repeat: int, metric: str = "return"):
 
 def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str, repeat: int, budget: int,
                 workers: int = 1, storage_path: str | None = None, warp: str = "pooled",
-                **overrides: Any) -> ReplayResult:
+                seed_key: str = "seed", **overrides: Any) -> ReplayResult:
     """Replay through Ray Tune (``RiskAwareSearch`` + ``ReplicateScheduler``) on the task's rows.
 
     ``space`` is the table's Tune search space and ``configs[i]`` row ``i``'s hyperparameters (they
     must encode to ``task.points``); the searcher proposes rows (candidates) and each trial reads its
-    return from the table. Ray must be initialised by the caller.
+    return from the table; ``seed_key`` is the config key of the training seed. Ray must be
+    initialised by the caller.
     """
     from ray import tune
 
@@ -217,11 +176,12 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
         k_max=settings.k_max, beta=settings.beta, beta_stop=settings.beta_stop,
         beta_stop_schedule=settings.beta_stop_schedule, n_initial=settings.n_initial,
         random_state_seed=repeat, k_init=settings.replicates_initial, common_random_numbers=True,
-        candidates=candidates, budget=budget, warp=task.warp if warp == "pooled" else None, **options,
+        candidates=candidates, budget=budget, warp=task.warp if warp == "pooled" else None, seed_key=seed_key,
+        **options,
     )
     max_runs = settings.n_initial * settings.replicates_initial + budget * 4  # generous; FINISHED ends it
     tuner = tune.Tuner(
-        replay_trainable(task, repeat),
+        replay_trainable(task, repeat, seed_key=seed_key),
         tune_config=tune.TuneConfig(
             search_alg=searcher, scheduler=ReplicateScheduler(searcher), num_samples=max_runs,
             max_concurrent_trials=workers, reuse_actors=True,

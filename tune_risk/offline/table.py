@@ -7,9 +7,12 @@ returns (§1.2) and the ground-truth mean-variance objective ``MV(c) = mean(ỹ)
 eq. 1, A-17). Files are read by :mod:`tune_risk.offline.formats` (ARLBench long, Hypersweeper wide and
 bracketed-list formats, parquet or CSV) and written back in the long format by :meth:`OfflineTable.to_long`.
 
-NaN handling (ERAHBO App. C.1, A-19): a configuration with any non-finite return (NaN or ±inf, a failed
-run) is dropped by default and counted in ``dropped_nan``. ``drop_nan=False`` keeps such rows so that a
-table can be inspected; ``warped()`` and ``true_mv()`` then raise, since the warp needs finite returns.
+Missing values, one rule for every format (:func:`tune_risk.offline.formats.missing_mask`): every
+configuration needs a finite return for every seed; an absent long-format row, an empty / NaN / None
+cell and ±inf all make a configuration incomplete. ``missing="error"`` (default) raises a ``ValueError``
+naming the file, column, configuration and seeds; ``"drop"`` drops incomplete configurations (ERAHBO
+App. C.1, A-19) and counts them in ``dropped_nan``; ``"keep"`` keeps them so that a table can be
+inspected (``warped()`` and ``true_mv()`` then raise, since the warp needs finite returns).
 
 Search space: the metadata's ``search_space`` (JSON descriptions as ``rl_tasks`` writes them:
 ``{"type": "float"|"int"|"categorical", "lower", "upper" (inclusive), "log", "q", "choices"}``) or, when
@@ -35,16 +38,18 @@ from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUnifo
 
 from tune_risk.offline.formats import (
     HP_PREFIX,
+    MISSING_POLICIES,
     ParsedTable,
     check_hyperparameters,
     check_keys,
-    file_kind,
+    missing_mask,
     parse_frame,
     read_frame,
     read_metadata,
     sorted_unique,
     table_error,
 )
+from tune_risk.offline.paths import file_kind
 from tune_risk.records import sample_mean_variance
 from tune_risk.tune_space import TuneSpaceCodec
 from tune_risk.warping import warp_values
@@ -224,7 +229,7 @@ class OfflineTable:
     """
 
     def __init__(self, parsed: ParsedTable, *, source: str, name: str, metadata: dict[str, Any],
-                 space: Any, drop_nan: bool, path: Path | None) -> None:
+                 space: Any, missing: str, path: Path | None) -> None:
         """Validate a parsed table; use :meth:`load` or :meth:`from_arrays` instead of calling this."""
         n_configs, n_seeds = parsed.returns.shape
         if n_configs == 0:
@@ -232,10 +237,10 @@ class OfflineTable:
         if n_seeds < 2:
             raise table_error(source, f"fewer than 2 seeds ({n_seeds}, ids {parsed.seeds}): the ground-truth "
                                       "variance needs at least 2 returns per configuration")
-        keep = self._nan_filter(parsed.returns, drop_nan, source)
+        keep = self._missing_filter(parsed, missing, source)
         self.name, self.path, self.format, self.metadata = name, path, parsed.format, metadata
         self._source = source
-        self.dropped_nan = int(n_configs - keep.sum()) if drop_nan else 0
+        self.dropped_nan = int(n_configs - keep.sum())  # configurations dropped for missing / non-finite returns
         self.configs = parsed.configs.loc[keep].reset_index(drop=True)
         self.returns = _readonly(np.array(parsed.returns[keep], dtype=np.float64))
         self.seeds = _readonly(_seed_array(list(parsed.seeds)))
@@ -250,29 +255,36 @@ class OfflineTable:
 
     # --- constructors -----------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path, metadata: dict | str | Path | None = None, drop_nan: bool = True) -> OfflineTable:
+    def load(cls, path: str | Path, metadata: dict | str | Path | None = None, missing: str = "error") -> OfflineTable:
         """Read a table (parquet or CSV; long, wide or list format, see :mod:`tune_risk.offline.formats`).
 
         Args:
             path: the table file (``.parquet``, ``.pq`` or ``.csv``).
             metadata: a dict, a JSON file, or ``None`` for the sidecar ``<path>.json`` /
                 ``<path minus suffix>.json`` when present (else ``{}``).
-            drop_nan: drop configurations with any NaN/inf return (ERAHBO App. C.1); ``False`` keeps them.
+            missing: configurations without a finite return for every seed: ``"error"`` (default),
+                ``"drop"`` them (ERAHBO App. C.1) or ``"keep"`` them (inspection only).
 
         Raises:
             ValueError: naming the file and the offending column or value, for any malformed input.
         """
         path = Path(path)
-        source = str(path)
         frame = read_frame(path)
         meta = read_metadata(path, metadata)
-        parsed = parse_frame(frame, source, meta)
-        return cls(parsed, source=source, name=path.stem, metadata=meta, space=None, drop_nan=drop_nan, path=path)
+        return cls.from_parsed(parse_frame(frame, str(path), meta), path, meta, missing=missing)
+
+    @classmethod
+    def from_parsed(cls, parsed: ParsedTable, path: str | Path, metadata: dict[str, Any],
+                    missing: str = "error") -> OfflineTable:
+        """A table from a file already read by :mod:`tune_risk.offline.formats` (the CLI's preflight)."""
+        path = Path(path)
+        return cls(parsed, source=str(path), name=path.stem, metadata=metadata, space=None, missing=missing,
+                   path=path)
 
     @classmethod
     def from_arrays(cls, configs_df: pd.DataFrame, returns: np.ndarray, seeds: Any = None, space: Any = None,
                     name: str = "table", wall_time: np.ndarray | None = None,
-                    metadata: dict[str, Any] | None = None, drop_nan: bool = True) -> OfflineTable:
+                    metadata: dict[str, Any] | None = None, missing: str = "error") -> OfflineTable:
         """A table from memory: ``configs_df`` (one row per configuration, hyperparameter columns and an
         optional ``config_id``), ``returns`` ``(n_configs, n_seeds)``, seed ids (default ``0..n_seeds-1``),
         an optional Tune ``param_space`` (domains or JSON descriptions; default inferred) and wall times."""
@@ -288,7 +300,7 @@ class OfflineTable:
         configs = cls._configs_frame(configs_df, name)
         parsed = ParsedTable(configs, returns, seeds, wall, "arrays")
         return cls(parsed, source=name, name=name, metadata=dict(metadata or {}), space=space,
-                   drop_nan=drop_nan, path=None)
+                   missing=missing, path=None)
 
     @staticmethod
     def _as_matrix(values: Any, what: str, n_rows: int, source: str) -> np.ndarray:
@@ -319,20 +331,19 @@ class OfflineTable:
 
     # --- validation helpers -----------------------------------------------------------------------
     @staticmethod
-    def _nan_filter(returns: np.ndarray, drop_nan: bool, source: str) -> np.ndarray:
-        """Mask of the configurations to keep; all when ``drop_nan`` is false."""
-        finite = np.isfinite(returns).all(axis=1)
-        failed = int((~finite).sum())
-        if not drop_nan:
-            if failed:
-                logger.warning("%s: kept %d configuration(s) with NaN/inf returns (drop_nan=False)", source, failed)
-            return np.ones(len(finite), dtype=bool)
-        if failed == len(finite):
-            raise table_error(source, f"all {failed} configurations have NaN/inf returns; nothing is left")
-        if failed:
-            logger.info("%s: dropped %d of %d configurations with NaN/inf returns (ERAHBO App. C.1)",
-                        source, failed, len(finite))
-        return finite
+    def _missing_filter(parsed: ParsedTable, missing: str, source: str) -> np.ndarray:
+        """Mask of the configurations to keep under ``missing`` (see the module docstring)."""
+        if missing not in MISSING_POLICIES:
+            raise ValueError(f"unknown missing={missing!r}; valid values are {', '.join(map(repr, MISSING_POLICIES))}")
+        keep = missing_mask(parsed, source, missing)
+        incomplete = int((~np.isfinite(parsed.returns).all(axis=1)).sum())
+        if missing == "keep" and incomplete:
+            logger.warning("%s: kept %d configuration(s) with missing or non-finite returns (missing='keep')",
+                           source, incomplete)
+        elif incomplete:
+            logger.info("%s: dropped %d of %d configurations with missing or non-finite returns (ERAHBO App. C.1)",
+                        source, incomplete, len(keep))
+        return keep
 
     def _check_metadata_seeds(self) -> None:
         seeds = self.metadata.get("seeds")
@@ -371,8 +382,8 @@ class OfflineTable:
         if self._warped is None:
             bad = int((~np.isfinite(self.returns).all(axis=1)).sum())
             if bad:
-                raise table_error(self._source, f"{bad} configuration(s) have NaN/inf returns (loaded with "
-                                                "drop_nan=False); the warp needs finite returns")
+                raise table_error(self._source, f"{bad} configuration(s) have missing or non-finite returns "
+                                                "(loaded with missing='keep'); the warp needs finite returns")
             self._warped = _readonly(warp_values(self.returns))
         return self._warped
 
