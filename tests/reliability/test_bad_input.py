@@ -72,8 +72,10 @@ def from_arrays(returns, configs=None, **kwargs) -> OfflineTable:
 
 
 def csv_table(tmp: Path, name: str = "ok.csv") -> Path:
-    frame = pd.DataFrame({"config_id": [0, 0, 1, 1], "seed": [0, 1, 0, 1], "performance": [1.0, 2.0, 3.0, 4.0],
-                          "hp_config.a": [0.1, 0.1, 0.2, 0.2]})
+    # 8 configurations x 2 seeds: more than the initial design (5), so only the argument under test is wrong.
+    configs = np.repeat(np.arange(8), 2)
+    frame = pd.DataFrame({"config_id": configs, "seed": np.tile([0, 1], 8), "performance": np.arange(16.0),
+                          "hp_config.a": 0.1 * (configs + 1)})
     frame.to_csv(tmp / name, index=False)
     return tmp / name
 
@@ -197,11 +199,12 @@ CLI_CASES = [
     ("workers_negative", ["--workers", "-2", "--out", "{t}/o"], "argument --workers: must be a positive integer, got '-2'"),
     ("via_unknown", ["--via", "ray", "--out", "{t}/o"], "argument --via: invalid choice: 'ray'"),
     ("out_missing", [], "the following arguments are required: --out"),
-    ("methods_empty", ["--methods", " , ", "--out", "{t}/o"], "--methods is empty"),
+    ("methods_empty", ["--methods", " , ", "--out", "{t}/o"], "--methods ' , ' names no method"),
     ("method_unknown", ["--methods", "erahbo,bohb", "--out", "{t}/o"], "unknown method 'bohb'"),
-    ("out_is_a_file", ["--out", "{t}/ok.csv"], "cannot create the output directory (File exists)"),
+    ("out_is_a_file", ["--methods", "rahbo-k2", "--budget", "4", "--out", "{t}/ok.csv"],
+     "cannot create the output directory (File exists)"),
     ("seed_negative", ["--seed", "-1", "--methods", "rahbo-k2", "--budget", "4", "--out", "{t}/o"],
-     "seed must be >= 0, got seed=-1"),
+     "argument --seed: must be an integer >= 0, got '-1'"),
     ("table_too_few_seeds", ["--methods", "rahbo-k3", "--out", "{t}/o"], "has 2 seeds, fewer than k_max=3"),
     ("second_table_missing", ["--table", "{t}/absent.parquet", "--out", "{t}/o"], "absent.parquet: file not found"),
     ("table_unknown_extension", ["--table", "{t}/t.xlsx", "--out", "{t}/o"], "t.xlsx: unknown extension '.xlsx'"),
