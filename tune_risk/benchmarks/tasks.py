@@ -27,12 +27,9 @@ import numpy as np
 import torch
 
 from tune_risk.benchmarks.tabular import TabularOracle
+from tune_risk.benchmarks.unavailable import TaskUnavailable
 
 TASKS = ("levy5", "hartmann3", "hartmann6", "lunar12", "concrete7", "material5", "crossbarrel4")
-
-
-class TaskUnavailable(RuntimeError):
-    """A benchmark cannot be built here (package or data missing); the message says why."""
 
 
 @dataclass
