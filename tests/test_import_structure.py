@@ -10,9 +10,10 @@ Read with ``ast`` (nothing is imported), over every module of both packages:
 * **Private names.** ``from M import _name`` and ``M._name`` (``M`` an imported project module) where
   ``M`` is another module; dunder names are public. A private *module* (``tune_risk._compat``) belongs
   to its package: modules of that package may import it, others may not.
-* **Private members of other objects.** ``obj._name`` where ``obj`` is not ``self``/``cls``: a private
-  member is for the class that defines it. ``ALLOWED_PRIVATE_ATTRIBUTES`` lists the exceptions, each with
-  its reason.
+* **Private members of other objects.** ``obj._name`` where ``obj`` is not ``self``/``cls`` and ``_name``
+  is not defined in the same module (a ``def _name`` or a ``self._name = ...``): a private member is for
+  the module of the class that defines it. ``ALLOWED_PRIVATE_ATTRIBUTES`` lists the exceptions, each
+  with its reason.
 """
 
 from __future__ import annotations
@@ -222,13 +223,27 @@ def resolve_alias(owner: str, aliases: dict[str, str]) -> str | None:
     return aliases[head] + (f".{rest}" if rest else "")
 
 
+def private_members_defined(tree: ast.Module) -> set[str]:
+    """Private names a module defines for its classes: ``def _name`` and ``self._name = ...``."""
+    defined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and is_private(node.name):
+            defined.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and dotted_name(node.value) == "self":
+            defined.add(node.attr)
+    return defined
+
+
 def private_member_uses() -> list[str]:
-    """``module:line obj._name`` for private members of objects other than ``self``/``cls``/a module."""
+    """``module:line obj._name`` for private members, defined in another module, of objects other than
+    ``self``/``cls``/a module."""
     found = []
     for module, path in MODULES.items():
         aliases = module_aliases(module, path)
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+        tree = ast.parse(path.read_text())
+        own = private_members_defined(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and is_private(node.attr)) or node.attr in own:
                 continue
             owner = dotted_name(node.value)
             if owner in ("self", "cls") or (owner and resolve_alias(owner, aliases) in MODULES):
