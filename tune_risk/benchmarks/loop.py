@@ -48,10 +48,10 @@ from botorch.utils.transforms import t_batch_mode_transform
 from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
 from tune_risk.benchmarks.tasks import Task
 from tune_risk.design import sobol_points
+from tune_risk.exact_gp import DTYPE, standardize
 from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy
-from tune_risk.models import DTYPE
 from tune_risk.oscbo.game import GameData
-from tune_risk.oscbo.gp import NOISE, standardize
+from tune_risk.oscbo.gp import NOISE
 from tune_risk.oscbo.losses import round_losses
 
 logger = logging.getLogger(__name__)
