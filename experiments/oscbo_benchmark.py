@@ -41,6 +41,7 @@ import torch
 
 from tune_risk.benchmarks import METHODS, TASKS, BOResult, TaskUnavailable, make_task, run_bo
 from tune_risk.benchmarks.store import RunStore, run_key, settings_key
+from tune_risk.offline.metrics import block_ranks, mean_se
 from tune_risk.oscbo import NOISE, nlml_balanced_lambda
 
 COLORS = {"oscbo": "C3", "oscbo-l1": "C1", "gp-ucb-mll": "C0", "ocbo": "C2", "a-gp-ucb": "C4", "lb-gp-ucb": "C5",
@@ -227,11 +228,11 @@ def add_curves(entry: dict, run: dict, optimum: float) -> None:
     entry["seconds"].append(run["seconds"])
 
 
-def mean_se(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mean = np.nanmean(values, axis=0)
-    n = values.shape[0]
-    se = np.nanstd(values, axis=0, ddof=1) / math.sqrt(n) if n > 1 else np.zeros_like(mean)
-    return mean, se
+def mean_and_se(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``metrics.mean_se`` over the first axis (seeds, or tasks), with s.e. 0 for a single one: the tables
+    print ``± 0`` and the figures draw no band then."""
+    mean, se = mean_se(np.asarray(values, dtype=np.float64), axis=0)
+    return mean, np.nan_to_num(se, nan=0.0)
 
 
 def table(data: dict, tasks: list[str], labels: list[str], ranked: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -242,22 +243,22 @@ def table(data: dict, tasks: list[str], labels: list[str], ranked: list[str]) ->
             if (task, label) not in data:
                 continue
             entry = data[(task, label)]
-            simple, cumulative = entry["simple"][:, -1], entry["cumulative"][:, -1]
+            (simple_mean, simple_se), (cumulative_mean, cumulative_se) = (
+                mean_and_se(entry[kind][:, -1]) for kind in ("simple", "cumulative"))
             rows.append({
-                "task": task, "method": label, "seeds": len(simple),
-                "simple_mean": simple.mean(), "simple_se": _se(simple),
-                "cumulative_mean": cumulative.mean(), "cumulative_se": _se(cumulative),
+                "task": task, "method": label, "seeds": len(entry["simple"]),
+                "simple_mean": float(simple_mean), "simple_se": float(simple_se),
+                "cumulative_mean": float(cumulative_mean), "cumulative_se": float(cumulative_se),
                 "seconds_per_run": entry["seconds"].mean(),
             })
     frame = pd.DataFrame(rows)
     ranks = []
     for column in ("simple_mean", "cumulative_mean"):
         pivot = frame[frame.method.isin(ranked)].pivot(index="task", columns="method", values=column)
-        ranked_values = pivot.rank(axis=1, method="average")
+        values = pivot.to_numpy(dtype=np.float64)
+        mean, se = mean_and_se(block_ranks(values, ~np.isnan(values)))  # tasks are the blocks
         kind = column.split("_")[0]
-        ranks.append(pd.DataFrame({"method": ranked_values.columns, f"rank_{kind}": ranked_values.mean().values,
-                                   f"rank_{kind}_se": (ranked_values.std(ddof=1) / math.sqrt(len(ranked_values))).values
-                                   if len(ranked_values) > 1 else 0.0}))
+        ranks.append(pd.DataFrame({"method": pivot.columns, f"rank_{kind}": mean, f"rank_{kind}_se": se}))
     return frame, ranks[0].merge(ranks[1], on="method").sort_values("rank_simple")
 
 
@@ -279,10 +280,6 @@ def diagnostics_table(data: dict, tasks: list[str], methods: list[str]) -> pd.Da
                              "lambda_min": float(np.min(entry["lambda"][:, t - 1])),
                              "lambda_max": float(np.max(entry["lambda"][:, t - 1]))})
     return pd.DataFrame(rows)
-
-
-def _se(values: np.ndarray) -> float:
-    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
 def markdown(frame: pd.DataFrame, ranks: pd.DataFrame, diagnostics: pd.DataFrame, data: dict,
@@ -413,7 +410,7 @@ def p_pattern(ranks: pd.DataFrame, diagnostics: pd.DataFrame) -> str:
 
 
 def _log_band(ax, x, values, method, label=True):
-    mean, se = mean_se(values)
+    mean, se = mean_and_se(values)
     ax.plot(x, np.log10(np.maximum(mean, TINY)), color=COLORS.get(method), label=method if label else None, lw=1.3)
     lower = np.maximum(mean - se, np.maximum(mean / 10.0, TINY))  # keep the band readable near 0
     ax.fill_between(x, np.log10(lower), np.log10(np.maximum(mean + se, TINY)),
@@ -421,7 +418,7 @@ def _log_band(ax, x, values, method, label=True):
 
 
 def _band(ax, x, values, method):
-    mean, se = mean_se(values)
+    mean, se = mean_and_se(values)
     ax.plot(x, mean, color=COLORS.get(method), lw=1.3)
     ax.fill_between(x, mean - se, mean + se, color=COLORS.get(method), alpha=0.15)
 

@@ -56,8 +56,8 @@ import torch
 
 from tune_risk.acquisition import argmax_pool, maximize_continuous
 from tune_risk.design import check_pool, snap_to_pool, sobol_points
+from tune_risk.exact_gp import DTYPE
 from tune_risk.lengthscale.engine_hooks import EngineLengthscale
-from tune_risk.models import DTYPE
 from tune_risk.records import (
     DONE,
     WAIT,
@@ -74,7 +74,7 @@ from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel, fit_r
 from tune_risk.schedules import schedule_value
 from tune_risk.settings import EngineSettings
 from tune_risk.snapshots import ModelSnapshot, outside_support
-from tune_risk.state import engine_from_state, engine_state
+from tune_risk.state import STATE_VERSION, current_state
 from tune_risk.threads import engine_threads
 from tune_risk.warping import FrozenWarp, fit_warp
 
@@ -122,7 +122,6 @@ class Engine:
                 f"pool has {self.pool.shape[0]} rows, fewer than n_initial={settings.n_initial}"
             )
         _check_engine_settings(settings, warp)
-        self._pool_tensor = None if self.pool is None else torch.from_numpy(self.pool)
         self.warps: list[FrozenWarp] = [] if warp is None else [warp]  # every warp used, re-fits in order
         self.online_warp = warp is None and settings.warp == "online"  # fitted (and re-fitted) here
         self.hyperparameters: RiskHyperparameters | None = None
@@ -138,9 +137,14 @@ class Engine:
         self.intensification_runs = 0
         self.intensification_done = False  # the reserve was spent, or given back to BO rounds
         self.recommendations: list[tuple[int, int]] = []  # (N_used, config id of recommend()) per finished round
-        self._row_cache: dict[tuple[int, int, int | None], tuple] = {}  # derived; not part of the state
-        self._model_memo: tuple[tuple, RiskModel] | None = None  # derived: the last data-only model built
+        self._reset_derived()
         self._start_initial_design(initial_points, initial_values)
+
+    def _reset_derived(self) -> None:
+        """Caches derived from the fields above: never part of the state, rebuilt on demand."""
+        self._pool_tensor = None if self.pool is None else torch.from_numpy(self.pool)
+        self._row_cache: dict[tuple[int, int, int | None], tuple] = {}
+        self._model_memo: tuple[tuple, RiskModel] | None = None  # the last data-only model built
 
     # ------------------------------------------------------------------ public ask/tell surface
     @engine_threads
@@ -323,6 +327,11 @@ class Engine:
         return RiskModel(RiskData.from_rows(rows, self.dim), snapshot.hyperparameters, self.settings,
                          snapshot.rho_bar_sq)
 
+    @staticmethod
+    def x_tensor(records: list[ConfigRecord]) -> torch.Tensor:
+        """The unit-cube points of ``records`` as an ``n x d`` float64 tensor (the GPs' inputs)."""
+        return torch.tensor([list(r.x) for r in records], dtype=DTYPE)
+
     @engine_threads
     def recommend(self) -> ConfigRecord | None:
         """``argmax_{c in D} LCB^MV(x_c; kappa_acq)`` (CODE-RAHBO's reporting rule, §1.10)."""
@@ -330,7 +339,7 @@ class Engine:
         model = self.risk_model()
         if not records or model is None:
             return None
-        lcb = model.lcb_mv(self._x_tensor(records), self.settings.kappa_acq)
+        lcb = model.lcb_mv(self.x_tensor(records), self.settings.kappa_acq)
         return records[int(torch.argmax(lcb))]
 
     @property
@@ -350,13 +359,57 @@ class Engine:
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict[str, Any]:
-        """Exact, picklable, versioned state (plain Python containers)."""
-        return engine_state(self)
+        """Exact, picklable, versioned state (plain Python containers, ``tune_risk.state``).
+
+        Models are not stored: they are a pure function of the data and a round's snapshot (warp,
+        hyperparameters, ``rho_bar^2``) and are rebuilt on demand, bit for bit.
+        """
+        return {
+            "version": STATE_VERSION,
+            "settings": self.settings.to_dict(),
+            "dim": self.dim,
+            "pool": None if self.pool is None else self.pool.tolist(),
+            "warps": [warp.state_dict() for warp in self.warps],
+            "online_warp": self.online_warp,
+            "snapshots": [snapshot.to_dict() for snapshot in self.snapshots],
+            "records": [record.to_dict() for record in self.records],
+            "runs": [run.to_list() for run in self.runs.values()],
+            "n_used": self.n_used,
+            "rounds": self.rounds,
+            "initial_points_drawn": self.initial_points_drawn,
+            "compute_spent": self.compute_spent,
+            "intensifying": self.intensifying,
+            "intensification_runs": self.intensification_runs,
+            "intensification_done": self.intensification_done,
+            "recommendations": [list(r) for r in self.recommendations],
+            "lengthscale": None if self.lengthscale_adapter is None else self.lengthscale_adapter.state_dict(),
+        }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Engine:
-        """Rebuild an engine from ``state_dict()``; continues exactly where it stopped."""
-        return engine_from_state(cls, state)
+        """Rebuild an engine from ``state_dict()`` (this version or an older one); continues exactly where it stopped."""
+        state = current_state(state)
+        engine = cls.__new__(cls)  # the state replaces __init__'s checks and initial design
+        engine.settings = EngineSettings(**state["settings"])
+        engine.dim = state["dim"]
+        engine.pool = None if state["pool"] is None else np.asarray(state["pool"], dtype=np.float64)
+        engine.warps = [FrozenWarp.from_state_dict(w) for w in state["warps"]]
+        engine.online_warp = state["online_warp"]
+        engine.snapshots = [ModelSnapshot.from_dict(s) for s in state["snapshots"]]
+        engine.hyperparameters = engine.snapshots[-1].hyperparameters if engine.snapshots else None
+        engine.records = [ConfigRecord.from_dict(r) for r in state["records"]]
+        engine.runs = {row[0]: Run.from_list(row) for row in state["runs"]}
+        engine.n_used = state["n_used"]
+        engine.rounds = state["rounds"]
+        engine.initial_points_drawn = state["initial_points_drawn"]
+        engine.compute_spent = state["compute_spent"]
+        engine.intensifying = state.get("intensifying", False)  # absent before intensification existed
+        engine.intensification_runs = state.get("intensification_runs", 0)
+        engine.intensification_done = state.get("intensification_done", False)
+        engine.recommendations = [tuple(r) for r in state["recommendations"]]
+        engine.lengthscale_adapter = EngineLengthscale.from_state_dict(state.get("lengthscale"))
+        engine._reset_derived()
+        return engine
 
     # ------------------------------------------------------------------ initial design
     def _start_initial_design(self, points: np.ndarray | None, values: list[list[float]] | None) -> None:
@@ -476,7 +529,7 @@ class Engine:
         if settings.has_certificate:
             record.kappa_stop = self._kappa_stop()
             observed = [r for r in self.records if self.has_data(r)]
-            lcb = data_model.lcb_mv(self._x_tensor(observed), record.kappa_stop)
+            lcb = data_model.lcb_mv(self.x_tensor(observed), record.kappa_stop)
             record.incumbent_lcb = float(lcb.max().detach())  # B_t, ERAHBO eq. 10: data only, fixed for the round
         return record
 
@@ -521,7 +574,7 @@ class Engine:
         open_ = [r for r in self.records if self.has_data(r) and len(r.slots) < self.settings.k_max]
         if not open_:
             return None
-        lcb = self.risk_model().lcb_mv(self._x_tensor(open_), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
+        lcb = self.risk_model().lcb_mv(self.x_tensor(open_), self.settings.kappa_acq).detach()  # type: ignore[union-attr]
         top = [open_[i] for i in torch.argsort(lcb, descending=True)[:_INTENSIFY_TOP].tolist()]
         return min(top, key=lambda r: len(r.slots))
 
@@ -610,7 +663,7 @@ class Engine:
         """``UCB^MV(x_t; kappa_stop,t) <= B_t`` on the data, ``x_t``'s own ``k`` returns included, under
         the round's snapshot (eq. 12, §1.8 step 3); appends ``(k, U_k, sigma_f, sigma_var)`` to the trace."""
         model = self._data_model(record.snapshot)  # type: ignore[arg-type]
-        mu_f, sd_f, mu_var, sd_var = model.predict(self._x_tensor([record]))
+        mu_f, sd_f, mu_var, sd_var = model.predict(self.x_tensor([record]))
         ucb_mv = float(mv_bounds(mu_f, sd_f, mu_var, sd_var, record.kappa_stop, self.settings.alpha)[0][0])  # type: ignore[arg-type]
         record.trace.append((record.n_incorporated, ucb_mv, float(sd_f[0]), float(sd_var[0])))
         return ucb_mv <= record.incumbent_lcb  # type: ignore[operator]
@@ -767,12 +820,9 @@ class Engine:
         pending = [r for r in self.records if r.running and r.phase == "bo" and not self.has_data(r)]
         if not pending or not self._snapshot_rows(snapshot):
             return []
-        mu_f, _, mu_var, _ = data_model.predict(self._x_tensor(pending))
+        mu_f, _, mu_var, _ = data_model.predict(self.x_tensor(pending))
         return [(record.x, m, max(v, 0.0), self.settings.k_min)
                 for record, m, v in zip(pending, mu_f.tolist(), mu_var.tolist(), strict=True)]
-
-    def _x_tensor(self, records: list[ConfigRecord]) -> torch.Tensor:
-        return torch.tensor([list(r.x) for r in records], dtype=DTYPE)
 
     def _used_pool_rows(self) -> np.ndarray:
         used = np.zeros(0 if self.pool is None else self.pool.shape[0], dtype=bool)

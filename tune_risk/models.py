@@ -24,7 +24,6 @@ all GP math is float64.
 from __future__ import annotations
 
 import logging
-import math
 import warnings
 from dataclasses import asdict, dataclass
 
@@ -41,14 +40,12 @@ from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from tune_risk.exact_gp import DTYPE, ExactPosterior, standardization_constants
 from tune_risk.settings import EngineSettings
 
 logger = logging.getLogger(__name__)
 
-DTYPE = torch.float64
 NOISE_FLOOR = 1e-6  # gpytorch's float64 floor for fixed noise; eq. 19's epsilon
-_JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4)
-_MAX_SCALED_SQDIST = 1400.0  # exp(-700) ~ 1e-304 > float64's subnormal range (see kernel_matrix)
 
 
 @dataclass(frozen=True)
@@ -84,13 +81,6 @@ class GPHyperparameters:
     @classmethod
     def from_dict(cls, state: dict) -> GPHyperparameters:
         return cls(**{**state, "lengthscale": tuple(state["lengthscale"])})
-
-
-def standardization_constants(y: Tensor) -> tuple[float, float]:
-    """``(mean, std)`` as BoTorch's ``Standardize`` computes them (unbiased std; 1 if degenerate)."""
-    mean = float(y.mean())
-    std = float(y.std()) if y.numel() > 1 else 1.0
-    return mean, (std if std > 1e-8 else 1.0)
 
 
 def fit_hyperparameters(
@@ -142,36 +132,14 @@ def fit_hyperparameters(
     )
 
 
-def kernel_matrix(kind: str, lengthscale: Tensor, X1: Tensor, X2: Tensor) -> Tensor:
-    r"""``k(X1, X2)`` for the RBF or Matern-5/2 kernel with ARD ``lengthscale`` and unit amplitude.
-
-    RBF: ``exp(-r^2/2)``; Matern-5/2: ``(1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r)``, with
-    ``r = ||(x1 - x2)/lengthscale||``. Same values as gpytorch's ``RBFKernel``/``MaternKernel``
-    (a test checks), but the scaled squared distance is capped at 1400: ``exp`` of arguments below
-    about -708 yields subnormal floats, which are ~100x slower on CPUs and dominated the engine's
-    run time with short lengthscales. The cap changes RBF values only below 1e-304 and Matern-5/2
-    values only below 1e-32 (relative to ``k(x, x) = 1``, far below float64 resolution).
-    """
-    a, b = X1 / lengthscale, X2 / lengthscale
-    centre = a.mean(-2, keepdim=True)  # centring reduces cancellation error (as gpytorch's sq_dist)
-    a, b = a - centre, b - centre
-    # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 a.b (one matmul, as gpytorch does); clamp rounding below 0
-    sqdist = (a.pow(2).sum(-1, keepdim=True) + b.pow(2).sum(-1).unsqueeze(-2) - 2.0 * a @ b.transpose(-1, -2))
-    sqdist = sqdist.clamp(0.0, _MAX_SCALED_SQDIST)
-    if kind == "rbf":
-        return torch.exp(-0.5 * sqdist)
-    r = math.sqrt(5.0) * sqdist.clamp_min(1e-30).sqrt()
-    return (1.0 + r + r.pow(2) / 3.0) * torch.exp(-r)
-
-
-class ConditionedGP:
+class ConditionedGP(ExactPosterior):
     r"""Exact posterior of a GP with frozen hyperparameters, conditioned on ``(X, y, noise)``.
 
     With standardised targets ``ỹ = (y - y_mean)/y_std``, ``K + diag(noise) = L L^T`` and
     ``a = (K + diag(noise))^{-1} (ỹ - c)``, predictions at ``X*`` (``m x d``) are
-    ``mu = c + K_* a`` and ``sigma^2 = 1 - ||L^{-1} K_*^T||^2`` (``k(x, x) = 1``), mapped back to
-    raw units. ``standardization="per_build"`` recomputes ``(y_mean, y_std)`` from ``y`` as
-    BoTorch's ``Standardize`` would; ``"frozen"`` keeps the fitted constants (§1.4.4).
+    ``mu = c + K_* a`` and ``sigma^2 = 1 - ||L^{-1} K_*^T||^2`` (``k(x, x) = 1``; ``ExactPosterior``),
+    mapped back to raw units. ``standardization="per_build"`` recomputes ``(y_mean, y_std)`` from ``y``
+    as BoTorch's ``Standardize`` would; ``"frozen"`` keeps the fitted constants (§1.4.4).
     """
 
     def __init__(
@@ -183,33 +151,18 @@ class ConditionedGP:
         standardization: str = "frozen",
     ) -> None:
         self.hp = hp
-        self.lengthscale = torch.tensor(hp.lengthscale, dtype=DTYPE)
-        self.X = X
         self.y_mean, self.y_std = (
             standardization_constants(y) if standardization == "per_build" else (hp.y_mean, hp.y_std)
         )
-        if noise is None:
-            self.noise = torch.full_like(y, hp.noise)
-        else:
-            self.noise = (noise / self.y_std**2).clamp_min(NOISE_FLOOR)
-        with torch.no_grad():
-            gram = self.covariance(X, X) + torch.diag(self.noise)
-        self.chol = _cholesky(gram)
+        # noise in standardised units: G_var's learned one, or G_f's per-point Sigma_c (eq. 19)
+        noise = torch.full_like(y, hp.noise) if noise is None else (noise / self.y_std**2).clamp_min(NOISE_FLOOR)
         self.targets = (y - self.y_mean) / self.y_std  # standardised units
-        residual = (self.targets - hp.constant).unsqueeze(-1)
-        self.alpha = torch.cholesky_solve(residual, self.chol).squeeze(-1)
-
-    def covariance(self, X1: Tensor, X2: Tensor) -> Tensor:
-        """Prior covariance ``k(X1, X2)`` (unit amplitude)."""
-        return kernel_matrix(self.hp.kernel, self.lengthscale, X1, X2)
+        super().__init__(hp.kernel, torch.tensor(hp.lengthscale, dtype=DTYPE), X, noise, self.targets - hp.constant)
 
     def predict(self, Xq: Tensor) -> tuple[Tensor, Tensor]:
         """Latent posterior mean and standard deviation at ``Xq`` (``m x d``), raw units."""
-        k_star = self.covariance(Xq, self.X)
-        mean = self.hp.constant + k_star @ self.alpha
-        v = torch.linalg.solve_triangular(self.chol, k_star.transpose(-1, -2), upper=False)
-        var = (1.0 - (v * v).sum(-2)).clamp_min(1e-12)
-        return mean * self.y_std + self.y_mean, var.sqrt() * self.y_std
+        mean, var = self.latent(Xq)
+        return (self.hp.constant + mean) * self.y_std + self.y_mean, var.sqrt() * self.y_std
 
     def to_botorch_model(self) -> SingleTaskGP:
         """The equivalent BoTorch ``SingleTaskGP`` (for checks and interoperability)."""
@@ -229,16 +182,6 @@ def _fixed_standardize(mean: float, std: float) -> Standardize:
     transform._stdvs_sq = transform.stdvs.pow(2)
     transform._is_trained = torch.tensor(True)
     return transform.eval()
-
-
-def _cholesky(matrix: Tensor) -> Tensor:
-    """Cholesky factor, adding jitter only if the factorisation fails."""
-    eye = torch.eye(matrix.shape[-1], dtype=matrix.dtype)
-    for jitter in _JITTERS:
-        chol, info = torch.linalg.cholesky_ex(matrix + jitter * eye)
-        if int(info) == 0:
-            return chol
-    raise RuntimeError(f"GP covariance is not positive definite even with jitter {_JITTERS[-1]}")
 
 
 def variance_gp_noise(k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor | None:

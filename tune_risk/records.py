@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,15 @@ class Run:
     status: RunStatus = RunStatus.IN_FLIGHT
     cost: float = 0.0
 
+    def to_list(self) -> list:
+        """``[run_id, config_id, replicate_index, seed_index, status, cost]`` (plain data, ``from_list`` inverts)."""
+        return [self.run_id, self.config_id, self.replicate_index, self.seed_index, self.status.value, self.cost]
+
+    @classmethod
+    def from_list(cls, row: list) -> Run:
+        run_id, config_id, replicate_index, seed_index, status, cost = row
+        return cls(run_id, config_id, replicate_index, seed_index, RunStatus(status), cost)
+
 
 @dataclass
 class ConfigRecord:
@@ -117,6 +127,27 @@ class ConfigRecord:
     def incorporated_values(self) -> list[float]:
         """Raw returns in replicate (seed) order: the configuration's sample ``Y_c``."""
         return [slot.value for slot in self.slots[: self.n_incorporated]]  # type: ignore[misc]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (lists for tuples, slot rows, enum values); ``from_dict`` inverts it exactly."""
+        return {
+            "config_id": self.config_id, "x": list(self.x), "pool_index": self.pool_index,
+            "phase": self.phase, "round": self.round, "target": self.target,
+            "slots": [[s.replicate_index, s.state.value, s.run_id, s.seed_index, s.value] for s in self.slots],
+            "n_incorporated": self.n_incorporated, "status": self.status, "failures": self.failures,
+            "next_seed_index": self.next_seed_index, "incumbent_lcb": self.incumbent_lcb,
+            "kappa_stop": self.kappa_stop, "snapshot": self.snapshot, "trace": [list(t) for t in self.trace],
+            "closed_after_runs": self.closed_after_runs,
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> ConfigRecord:
+        slots = [
+            Slot(index, SlotState(slot_state), run_id, seed_index, value)
+            for index, slot_state, run_id, seed_index, value in state["slots"]
+        ]
+        fields = {k: v for k, v in state.items() if k not in ("slots", "x", "trace")}
+        return cls(**fields, x=tuple(state["x"]), slots=slots, trace=[tuple(t) for t in state["trace"]])
 
 
 def sample_statistics(values: np.ndarray) -> tuple[float, float]:

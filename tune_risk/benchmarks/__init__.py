@@ -8,6 +8,7 @@
 
 from tune_risk.benchmarks.loop import METHODS, BOResult, run_bo
 from tune_risk.benchmarks.tabular import TabularOracle
-from tune_risk.benchmarks.tasks import TASKS, Task, TaskUnavailable, make_task
+from tune_risk.benchmarks.tasks import TASKS, Task, make_task
+from tune_risk.benchmarks.unavailable import TaskUnavailable
 
 __all__ = ["METHODS", "TASKS", "BOResult", "TabularOracle", "Task", "TaskUnavailable", "make_task", "run_bo"]

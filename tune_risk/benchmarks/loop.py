@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,20 +37,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-# isort: off
-import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
-# isort: on
-from botorch.acquisition import AcquisitionFunction
-from botorch.optim import optimize_acqf
-from botorch.utils.transforms import t_batch_mode_transform
-
+from tune_risk.acquisition import maximize_on_unit_cube
 from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
 from tune_risk.benchmarks.tasks import Task
 from tune_risk.design import sobol_points
+from tune_risk.exact_gp import DTYPE, standardize
 from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy
-from tune_risk.models import DTYPE
 from tune_risk.oscbo.game import GameData
-from tune_risk.oscbo.gp import NOISE, standardize
+from tune_risk.oscbo.gp import NOISE
 from tune_risk.oscbo.losses import round_losses
 
 logger = logging.getLogger(__name__)
@@ -59,20 +52,6 @@ logger = logging.getLogger(__name__)
 METHODS = ("oscbo", "oscbo-l1", "gp-ucb-mll", "ocbo", "a-gp-ucb", "lb-gp-ucb", "scgp", "vanilla-bo")
 _STRATEGY_OF = {"oscbo": "oscbo", "oscbo-l1": "oscbo-l1", "gp-ucb-mll": "mll", "a-gp-ucb": "a-gp-ucb",
                 "lb-gp-ucb": "lb-gp-ucb"}
-
-
-class PosteriorUCB(AcquisitionFunction):
-    r"""``mu(x) + kappa sigma(x)`` of a ``Surrogate`` (latent sigma), for ``optimize_acqf``."""
-
-    def __init__(self, surrogate: Surrogate) -> None:
-        torch.nn.Module.__init__(self)
-        self.surrogate = surrogate
-
-    @t_batch_mode_transform(expected_q=1)
-    def forward(self, X: Tensor) -> Tensor:
-        """``b x 1 x d`` -> ``b``."""
-        mu, var = self.surrogate.predict(X.squeeze(-2))
-        return mu + self.surrogate.kappa * var.sqrt()
 
 
 @dataclass
@@ -110,14 +89,13 @@ class BOResult:
 
 
 def maximize_ucb(surrogate: Surrogate, dim: int, seed: int, num_restarts: int = 5, raw_samples: int = 20) -> np.ndarray:
-    """``argmax_{[0,1]^d} mu + kappa sigma`` with ``optimize_acqf`` (q = 1), seeded."""
-    bounds = torch.stack([torch.zeros(dim, dtype=DTYPE), torch.ones(dim, dtype=DTYPE)])
-    with torch.random.fork_rng(), warnings.catch_warnings():
-        torch.manual_seed(seed)
-        warnings.simplefilter("ignore")
-        candidate, _ = optimize_acqf(PosteriorUCB(surrogate), bounds=bounds, q=1, num_restarts=num_restarts,
-                                     raw_samples=raw_samples)
-    return candidate.detach().reshape(-1).clamp(0.0, 1.0).numpy()
+    """``argmax_{[0,1]^d} mu + kappa sigma`` of a ``Surrogate`` (latent sigma) with ``optimize_acqf`` (q = 1), seeded."""
+
+    def ucb(X: Tensor) -> Tensor:
+        mu, var = surrogate.predict(X)
+        return mu + surrogate.kappa * var.sqrt()
+
+    return maximize_on_unit_cube(ucb, dim, seed, num_restarts, raw_samples)
 
 
 class _Method:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tune_risk.benchmarks.unavailable import TaskUnavailable
+
 GYM_HEURISTIC_WEIGHTS = (0.5, 1.0, 0.4, 0.55, 0.5, 1.0, 0.5, 0.5, 0.0, 0.5, 0.05, 0.05)
 
 
@@ -41,15 +43,11 @@ def lunar_reward(w: np.ndarray, episodes: int = 50) -> float:
     try:
         import gymnasium as gym
     except ImportError as error:
-        from tune_risk.benchmarks.tasks import TaskUnavailable
-
         raise TaskUnavailable("lunar12 needs gymnasium[box2d] (pip install 'tune-risk[bench]')") from error
     w = np.asarray(w, dtype=np.float64).tolist()
     try:
         env = gym.make("LunarLander-v3")
     except Exception as error:  # Box2D missing: gymnasium raises DependencyNotInstalled
-        from tune_risk.benchmarks.tasks import TaskUnavailable
-
         raise TaskUnavailable(f"lunar12 needs Box2D: {error}") from error
     total = 0.0
     try:

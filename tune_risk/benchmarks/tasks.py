@@ -26,13 +26,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+# isort: off
+import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+# isort: on
 from tune_risk.benchmarks.tabular import TabularOracle
+from tune_risk.benchmarks.unavailable import TaskUnavailable
+from tune_risk.objectives import hartmann_function
 
 TASKS = ("levy5", "hartmann3", "hartmann6", "lunar12", "concrete7", "material5", "crossbarrel4")
-
-
-class TaskUnavailable(RuntimeError):
-    """A benchmark cannot be built here (package or data missing); the message says why."""
 
 
 @dataclass
@@ -58,33 +59,29 @@ class Task:
         return float(self.function(self.to_native(x_unit)))
 
 
-def _botorch_task(name: str, function, optimizer: list[float]) -> Task:
+def _botorch_task(name: str, function) -> Task:
+    """A BoTorch test function (negated, float64) as a task, with its known optimum and maximiser."""
     bounds = function.bounds.detach().numpy().astype(np.float64)
 
     def evaluate(x: np.ndarray) -> float:
         return float(function(torch.as_tensor(x, dtype=torch.float64).unsqueeze(0)))
 
-    return Task(name, bounds, evaluate, float(function.optimal_value), np.asarray(optimizer, dtype=np.float64))
+    optimizer = function.optimizers[0].detach().numpy().astype(np.float64)
+    return Task(name, bounds, evaluate, float(function.optimal_value), optimizer)
 
 
 def levy5() -> Task:
     from botorch.test_functions import Levy
 
-    return _botorch_task("levy5", Levy(dim=5, negate=True).to(torch.float64), [1.0] * 5)
+    return _botorch_task("levy5", Levy(dim=5, negate=True).to(torch.float64))
 
 
 def hartmann3() -> Task:
-    from botorch.test_functions import Hartmann
-
-    f = Hartmann(dim=3, negate=True).to(torch.float64)
-    return _botorch_task("hartmann3", f, [0.114614, 0.555649, 0.852547])
+    return _botorch_task("hartmann3", hartmann_function(3))
 
 
 def hartmann6() -> Task:
-    from botorch.test_functions import Hartmann
-
-    f = Hartmann(dim=6, negate=True).to(torch.float64)
-    return _botorch_task("hartmann6", f, [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573])
+    return _botorch_task("hartmann6", hartmann_function(6))
 
 
 def lunar12(episodes: int = 50) -> Task:

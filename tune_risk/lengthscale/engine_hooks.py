@@ -31,24 +31,47 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
+from torch import Tensor
 
+from tune_risk.exact_gp import DTYPE
 from tune_risk.lengthscale.strategies import LengthscaleStrategy, make_strategy, strategy_from_state
-from tune_risk.models import DTYPE, NOISE_FLOOR, ConditionedGP
+from tune_risk.models import NOISE_FLOOR, ConditionedGP
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.losses import round_losses
+from tune_risk.records import ConfigRecord
 from tune_risk.risk_model import RiskHyperparameters, RiskModel
 from tune_risk.settings import EngineSettings
-
-if TYPE_CHECKING:
-    from tune_risk.engine import Engine
-    from tune_risk.records import ConfigRecord
+from tune_risk.snapshots import ModelSnapshot
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_ROUNDS = 100  # T when the engine has no budget
+
+
+class EngineView(Protocol):
+    """What the hooks read of the engine (``tune_risk.engine.Engine`` is one) and set on it
+    (``hyperparameters``). A protocol, so that this layer does not import the engine that calls it."""
+
+    settings: EngineSettings
+    dim: int
+    rounds: int
+    records: list[ConfigRecord]
+    hyperparameters: RiskHyperparameters | None
+
+    def has_data(self, record: ConfigRecord) -> bool: ...
+
+    def current_snapshot(self) -> ModelSnapshot | None: ...
+
+    def snapshot_of(self, record: ConfigRecord) -> ModelSnapshot: ...
+
+    def data_rows(self, records: list[ConfigRecord], snapshot: ModelSnapshot) -> list[tuple]: ...
+
+    def build_model(self, rows: list[tuple], snapshot: ModelSnapshot) -> RiskModel: ...
+
+    def x_tensor(self, records: list[ConfigRecord]) -> Tensor: ...
 
 
 class EngineLengthscale:
@@ -60,7 +83,7 @@ class EngineLengthscale:
 
     # ------------------------------------------------------------------ engine hooks
     @classmethod
-    def create(cls, engine: Engine) -> EngineLengthscale | None:
+    def create(cls, engine: EngineView) -> EngineLengthscale | None:
         """After the initial design: ``None`` for ``"mll"`` (the engine's own MAP fit), else a started strategy."""
         settings = engine.settings
         if settings.lengthscale == "mll":
@@ -75,14 +98,14 @@ class EngineLengthscale:
         adapter.apply(engine, strategy.theta)
         return adapter
 
-    def before_round(self, engine: Engine) -> None:
+    def before_round(self, engine: EngineView) -> None:
         """Play ``theta_{t-1}`` for round ``t = engine.rounds + 1``."""
         t = engine.rounds + 1
         theta = self.strategy.propose(t, self.game_data(engine))
         self.played[str(t)] = list(theta)
         self.apply(engine, theta)
 
-    def after_round(self, engine: Engine, record: ConfigRecord) -> None:
+    def after_round(self, engine: EngineView, record: ConfigRecord) -> None:
         """Feedback of the round of ``record`` once it stopped sampling (§3.10), under the round's
         snapshot, whose mean GP has the lengthscale played in that round."""
         if record.phase != "bo" or not engine.has_data(record) or str(record.round) not in self.played:
@@ -94,7 +117,7 @@ class EngineLengthscale:
         previous = engine.build_model(engine.data_rows(others, snapshot), snapshot)
         gp = previous.mean_gp
         with torch.no_grad():
-            mu, sd = gp.predict(engine._x_tensor([record]))
+            mu, sd = gp.predict(engine.x_tensor([record]))
         mu_std, var_std = (float(mu[0]) - gp.y_mean) / gp.y_std, (float(sd[0]) / gp.y_std) ** 2
         row = records.index(record)
         y_t = float(model.mean_gp.targets[row])  # m_hat_t, frozen standardisation
@@ -110,7 +133,7 @@ class EngineLengthscale:
             return {}
         return {"lambda_init": settings.oscbo_lambda_init, "omega": settings.oscbo_omega, "form": settings.oscbo_form}
 
-    def game_data(self, engine: Engine) -> GameData:
+    def game_data(self, engine: EngineView) -> GameData:
         """``(X, m_hat, Sigma_hat, config ids)`` of every configuration with data, standardised, under
         the engine's current model (warp and hyperparameters of the round about to start)."""
         records = [r for r in engine.records if engine.has_data(r)]
@@ -129,7 +152,7 @@ class EngineLengthscale:
         lengthscale = tuple(values * dim if len(values) == 1 else values)
         return dataclasses.replace(hp.mean_gp, kernel="matern52", constant=0.0, lengthscale=lengthscale)
 
-    def apply(self, engine: Engine, theta) -> None:
+    def apply(self, engine: EngineView, theta) -> None:
         """Set ``G_f``'s lengthscale (Matérn-5/2, mean 0) to ``theta``, leaving ``G_var`` alone."""
         hp = engine.hyperparameters
         engine.hyperparameters = RiskHyperparameters(hp.variance_gp, self._mean_hyperparameters(hp, theta, engine.dim))

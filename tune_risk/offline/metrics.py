@@ -170,21 +170,29 @@ def final_values(runs: pd.DataFrame) -> pd.DataFrame:
     return last[keep].sort_values(["table", "method", "repeat"]).reset_index(drop=True)
 
 
-def _block_ranks(values: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Ranks along axis 1 (1 = lowest, ties averaged); NaN values rank last, absent methods get NaN."""
+def block_ranks(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Ranks along axis 1 (1 = lowest, ties averaged, ``scipy.stats.rankdata``): each row is a block
+    (e.g. a table and repetition, or a task), each column a method; NaN values rank last, methods
+    absent from a block (``present`` False) get NaN and leave the others' ranks alone."""
     filled = np.where(np.isnan(values), np.finfo(float).max, values)
     filled = np.where(present, filled, np.inf)  # absent: after every present method, rank discarded
     ranks = rankdata(filled, method="average", axis=1)
     return np.where(present, ranks, np.nan)
 
 
-def _mean_se(ranks: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error (``std(ddof=1)/sqrt(n)``, NaN for n < 2) ignoring NaNs."""
-    n = np.sum(~np.isnan(ranks), axis=axis)
+def mean_se(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Mean and standard error along ``axis``, ignoring NaNs; the s.e. is NaN for ``n < 2``.
+
+    .. math:: \bar x = \frac1n \sum_i x_i, \qquad \mathrm{se} = \frac{s}{\sqrt n},\quad
+              s^2 = \frac{1}{n-1} \sum_i (x_i - \bar x)^2
+
+    with ``n`` the number of non-NaN values (``numpy.nanstd(ddof=1) / sqrt(n)``, to the last bit).
+    """
+    n = np.sum(~np.isnan(values), axis=axis)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.nansum(ranks, axis=axis) / n
-        sq = np.nansum((ranks - np.expand_dims(mean, axis)) ** 2, axis=axis)
-        se = np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1) / np.maximum(n, 1)), np.nan)
+        mean = np.nansum(values, axis=axis) / n
+        sq = np.nansum((values - np.expand_dims(mean, axis)) ** 2, axis=axis)
+        se = np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1)) / np.sqrt(np.maximum(n, 1)), np.nan)
     return mean, se
 
 
@@ -197,7 +205,7 @@ def _rank_array(runs: pd.DataFrame, column: str, grid: np.ndarray) -> tuple[list
     shape = (len(blocks), len(methods), len(grid))
     cube = pd.DataFrame(values.T, index=columns).reindex(full).to_numpy().reshape(shape)
     present = full.isin(columns).reshape(shape[:2])[:, :, None]
-    return methods, _block_ranks(cube, present)
+    return methods, block_ranks(cube, present)
 
 
 def mean_ranks(runs: pd.DataFrame, column: str = "regret") -> pd.DataFrame:
@@ -209,7 +217,7 @@ def mean_ranks(runs: pd.DataFrame, column: str = "regret") -> pd.DataFrame:
     """
     finals = final_values(runs).assign(n_eval=1)
     methods, ranks = _rank_array(finals, column, np.array([1]))
-    mean, se = _mean_se(ranks[:, :, 0], axis=0)
+    mean, se = mean_se(ranks[:, :, 0], axis=0)
     n = np.sum(~np.isnan(ranks[:, :, 0]), axis=0)
     out = pd.DataFrame({"method": methods, "mean_rank": mean, "se_rank": se, "n_blocks": n})
     return out.sort_values(["mean_rank", "method"], kind="stable").reset_index(drop=True)
@@ -224,7 +232,7 @@ def ranks_over_time(runs: pd.DataFrame, column: str = "regret",
     """
     grid = default_grid(runs) if grid is None else np.asarray(grid, dtype=int)
     methods, ranks = _rank_array(runs, column, grid)
-    mean, se = _mean_se(ranks, axis=0)  # method x grid
+    mean, se = mean_se(ranks, axis=0)  # method x grid
     return pd.DataFrame({
         "n_eval": np.tile(grid, len(methods)), "method": np.repeat(methods, len(grid)),
         "mean_rank": mean.ravel(), "se_rank": se.ravel()})
@@ -289,7 +297,7 @@ def threshold_summary(thresholds: pd.DataFrame) -> pd.DataFrame:
         wide = thresholds.pivot(index="table", columns="method", values=level)
         reached = wide.dropna(axis=0, how="any")
         for method in wide.columns:
-            mean, se = _mean_se(reached[method].to_numpy(dtype=float), axis=0)
+            mean, se = mean_se(reached[method].to_numpy(dtype=float), axis=0)
             rows.append({"method": method, "level": level, "mean": float(mean), "se": float(se),
                          "n_tables": len(reached)})
     return pd.DataFrame(rows, columns=["method", "level", "mean", "se", "n_tables"])

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from tune_risk.models import _JITTERS, DTYPE, kernel_matrix
+from tune_risk.exact_gp import DTYPE, cholesky_with_jitter, kernel_matrix
 from tune_risk.oscbo.gp import as_theta, noise_vector
 
 
@@ -76,15 +76,8 @@ def prequential_factor(theta, X: Tensor, y: Tensor, noise, kernel: str = "matern
     ``(y_i - mu_{i-1}(x_i))/sqrt(noise_i + s^2_{i-1}(x_i))`` of the GP conditioned on rows ``< i``.
     Differentiable in ``theta``; jitter is added only if the factorisation fails.
     """
-    n = X.shape[0]
-    gram = kernel_matrix(kernel, as_theta(theta), X, X) + torch.diag(noise_vector(noise, n))
-    eye = torch.eye(n, dtype=DTYPE)
-    for jitter in _JITTERS:
-        chol, info = torch.linalg.cholesky_ex(gram + jitter * eye if jitter else gram)
-        if int(info) == 0:
-            break
-    else:
-        raise RuntimeError("OSCBO covariance is not positive definite even with jitter")
+    gram = kernel_matrix(kernel, as_theta(theta), X, X) + torch.diag(noise_vector(noise, X.shape[0]))
+    chol = cholesky_with_jitter(gram)
     z = torch.linalg.solve_triangular(chol, y.unsqueeze(-1), upper=False).squeeze(-1)
     return 2.0 * torch.log(torch.diagonal(chol)), z
 
