@@ -10,10 +10,17 @@ live for the whole run and keep JAX, ``rl_tasks`` and the per-process program ca
 Pieces:
 
 * ``WorkerPool(workers=W)`` (driver side) starts a manager actor (no CPU) that starts ``W`` worker actors
-  (``num_cpus=1`` each, optionally a GPU fraction); they import JAX and ``rl_tasks`` at once.
+  (one CPU slot each, optionally a GPU fraction); they import JAX and ``rl_tasks`` at once.
 * A thin trial (``rl_tasks.make_pooled_trainable``) calls ``pool.lease()`` for a ``Lease`` on a free
   worker (waiting if none is free), ``start``s its replicate there, ``advance``s it chunk by chunk and
-  ``release``s the lease in a ``finally``. Thin trials hold no CPU and never import JAX.
+  ``release``s the lease in a ``finally``. Thin trials never import JAX.
+
+Resources: a slot of ``cpus_per_worker`` CPUs is split between the worker (all but ``TRIAL_CPUS``) and the
+thin trial (``TRIAL_CPUS``, ``pool.trial_resources``), so ``W`` slots hold ``W`` CPUs and no more than ``W``
+thin trials fit where the pool fills the cluster. That bound matters: Ray Tune reuses a finished trial's
+actor only for a trial that is waiting for resources; thin trials that fit at once (no CPU at all) make
+Tune start a fresh trial process for nearly every trial and discard it when a cached actor frees up
+(measured: 26 extra processes in one ``live_hpo.py --quick --pool`` run, twice the wall time).
 
 Failures:
 
@@ -45,6 +52,7 @@ from rl_tasks.seed_run import Chunk
 
 logger = logging.getLogger(__name__)
 
+TRIAL_CPUS = 0.01  # a thin trial's share of its slot's CPU (see the module docstring)
 _RELEASE_TIMEOUT_S = 30.0  # a release that cannot reach the manager gives up (the lease is reclaimed later)
 _OWNER_PROBE_S = 2.0  # an owner check that neither answers nor fails in this time counts as alive
 
@@ -62,7 +70,8 @@ class WorkerPool:
 
     Args:
         workers: worker actors (training processes), usually the number of CPUs (or GPU slots) to use.
-        cpus_per_worker: CPUs each worker holds (1: JAX on one core per worker).
+        cpus_per_worker: CPUs per slot (1: JAX on one core per worker); the worker holds all but the thin
+            trial's ``TRIAL_CPUS``.
         gpus_per_worker: GPU fraction per worker (e.g. 0.25: four workers per GPU; set
             ``XLA_PYTHON_CLIENT_PREALLOCATE=false``); 0: CPU workers.
         compilation_cache_dir: JAX's persistent compilation cache for the workers (a replacement worker
@@ -70,16 +79,19 @@ class WorkerPool:
         owner_check_s: how often a trial waiting for a worker has the manager look for leases of dead trials.
 
     Raises:
-        ValueError: a non-positive ``workers``/``owner_check_s`` or negative resources.
+        ValueError: a non-positive ``workers``/``owner_check_s``, ``cpus_per_worker <= TRIAL_CPUS`` or a
+            negative ``gpus_per_worker``.
     """
 
     def __init__(self, workers: int, *, cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0,
                  compilation_cache_dir: str | None = None, owner_check_s: float = 1.0) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"WorkerPool: workers must be a positive integer, got workers={workers!r}")
-        for name, value in (("cpus_per_worker", cpus_per_worker), ("gpus_per_worker", gpus_per_worker)):
-            if not value >= 0:
-                raise ValueError(f"WorkerPool: {name} must be >= 0, got {name}={value!r}")
+        if not cpus_per_worker > TRIAL_CPUS:
+            raise ValueError(f"WorkerPool: cpus_per_worker must exceed TRIAL_CPUS={TRIAL_CPUS} (the thin trial's "
+                             f"share of a slot), got cpus_per_worker={cpus_per_worker!r}")
+        if not gpus_per_worker >= 0:
+            raise ValueError(f"WorkerPool: gpus_per_worker must be >= 0, got gpus_per_worker={gpus_per_worker!r}")
         if not owner_check_s > 0:
             raise ValueError(f"WorkerPool: owner_check_s must be positive, got owner_check_s={owner_check_s!r}")
         if not ray.is_initialized():
@@ -87,7 +99,7 @@ class WorkerPool:
         self._size = workers
         self._name = f"rl_tasks_pool_{uuid.uuid4().hex[:12]}"
         self._namespace = ray.get_runtime_context().namespace
-        options = {"num_cpus": cpus_per_worker, "num_gpus": gpus_per_worker, "max_restarts": 0}
+        options = {"num_cpus": cpus_per_worker - TRIAL_CPUS, "num_gpus": gpus_per_worker, "max_restarts": 0}
         self._manager = ray.remote(_PoolManager).options(
             name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
         ).remote(workers, options, compilation_cache_dir, owner_check_s)
@@ -96,6 +108,11 @@ class WorkerPool:
     def size(self) -> int:
         """The number of workers (dead ones are replaced)."""
         return self._size
+
+    @property
+    def trial_resources(self) -> dict[str, float]:
+        """What a thin trial requests from Tune: its slot's ``TRIAL_CPUS``."""
+        return {"cpu": TRIAL_CPUS}
 
     def lease(self) -> Lease:
         """A lease on a free worker, waiting until one is free (call ``release`` in a ``finally``)."""

@@ -28,10 +28,6 @@ from typing import Any
 from rl_tasks.envs import check_task
 from rl_tasks.seed_run import Chunk
 
-# Tune refuses an all-zero resource request; one byte of memory is one that every node can satisfy while
-# the pool's workers hold the CPUs (a thin trial only waits on its worker, so it must not take a CPU).
-THIN_TRIAL_RESOURCES = {"cpu": 0, "memory": 1}
-
 
 def make_trainable(
     algo: str,
@@ -103,8 +99,8 @@ def make_pooled_trainable(
     ``rl_tasks.seed_run.SeedRun``), except that JAX's compilation cache is the pool's. The trial leases a
     worker (waiting while none is free), starts the replicate there and reports after each chunk; Tune's STOP
     (raised inside ``tune.report``) ends it at the next chunk and the lease is released in a ``finally``.
-    The trial requests ``THIN_TRIAL_RESOURCES`` (no CPU: the pool's workers hold the CPUs); give Tune
-    ``max_concurrent_trials=pool.size``.
+    The trial requests ``pool.trial_resources`` (a hundredth of its slot's CPU: the worker holds the rest);
+    give Tune ``max_concurrent_trials=pool.size``.
 
     Raises:
         TypeError: ``pool`` is not a ``WorkerPool``.
@@ -134,7 +130,7 @@ def make_pooled_trainable(
         finally:  # also on Tune's STOP: tune.report raises SystemExit in this thread
             lease.release()
 
-    return tune.with_resources(_named(trainable, algo, spec.alias), THIN_TRIAL_RESOURCES)
+    return tune.with_resources(_named(trainable, algo, spec.alias), pool.trial_resources)
 
 
 def _check_budgets(total_timesteps: int, eval_every: int, eval_episodes: int) -> None:
