@@ -128,6 +128,10 @@ class WorkerPool:
         """The current worker actor handles (for inspection and fault injection)."""
         return ray.get(self._handle().workers.remote())
 
+    def leases_out(self) -> int:
+        """Leases currently held (a lease of a dead trial counts until it is reclaimed)."""
+        return ray.get(self._handle().leases_out.remote())
+
     def workers_started(self) -> int:
         """Worker actors started so far, replacements included."""
         return ray.get(self._handle().started.remote())
@@ -256,6 +260,9 @@ class _PoolManager:
 
     async def workers(self) -> list[Any]:
         return [slot.worker for slot in self._free + [held.slot for held in self._held.values()]]
+
+    async def leases_out(self) -> int:
+        return len(self._held)
 
     async def started(self) -> int:
         return self._started

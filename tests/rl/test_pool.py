@@ -24,14 +24,14 @@ def pool(ray_cluster):
         yield workers
 
 
-def _fit(trainable, param_space, num_samples=1, callbacks=None, **tune_kwargs):
+def _fit(trainable, param_space, num_samples=1, callbacks=None, stop=None, **tune_kwargs):
     from ray import tune
 
     tuner = tune.Tuner(
         trainable, param_space=param_space,
         tune_config=tune.TuneConfig(metric="return", mode="max", num_samples=num_samples, reuse_actors=True,
                                     **tune_kwargs),
-        run_config=tune.RunConfig(verbose=0, storage_path="/tmp/rl_tasks_tests_ray", callbacks=callbacks),
+        run_config=tune.RunConfig(verbose=0, storage_path="/tmp/rl_tasks_tests_ray", callbacks=callbacks, stop=stop),
     )
     return tuner.fit()
 
@@ -98,6 +98,40 @@ def test_pooled_search_trains_only_on_the_pool(pool) -> None:
     assert trainers <= set(pool.worker_pids()) and len(trainers) <= pool.size
     assert not trainers & trial_processes, "a thin trial trained in its own process"
     assert all(r.metrics["startup_s"] >= 0 for r in results)
+
+
+def test_stop_ends_a_replicate_at_its_next_chunk_and_frees_its_worker(pool) -> None:
+    from ray import tune
+
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": tune.grid_search([0, 1, 2])}, max_concurrent_trials=1,
+                   stop={"training_iteration": 1})
+    assert not results.errors, results.errors
+    assert all(r.metrics["training_iteration"] == 1 and not r.metrics["final"] for r in results)
+    # Stopped trials released their leases in `finally` (or, if Tune ended a process first, the manager
+    # reclaims them): the whole pool can be leased again.
+    leases = [pool.lease() for _ in range(pool.size)]
+    for lease in leases:
+        lease.release()
+    assert pool.leases_out() == 0
+
+
+def test_the_lease_of_a_killed_trial_process_is_reclaimed(pool) -> None:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Lessee:
+        def take(self, pool):
+            self.lease = pool.lease()  # never released: the process is killed
+
+    lessee = Lessee.remote()
+    ray.get(lessee.take.remote(pool))
+    assert pool.leases_out() == 1
+    ray.kill(lessee)
+    leases = [pool.lease() for _ in range(pool.size)]  # the last one waits for the reclaimed worker
+    for lease in leases:
+        lease.release()
+    assert pool.leases_out() == 0
 
 
 def test_a_failing_replicate_fails_alone_and_its_worker_stays(pool) -> None:
