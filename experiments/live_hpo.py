@@ -92,7 +92,7 @@ def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     return {"method": method, "budget": budget, "best": searcher.best_config, "wall": wall, "steps": steps,
             "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"],
             "configs": len(searcher.engine.records), "programs": count_programs(cache),
-            "startup_median": float(np.median(startups)) if startups else float("nan"),
+            "startup_median": float(np.median(startups)) if startups else float("nan"), "startup_total": sum(startups),
             "processes": len(processes),
             # Worker time inside trials, and the part of it up to each trial's first report (which
             # includes tracing the JAX programs and compiling them or loading them from the cache).
@@ -181,7 +181,7 @@ def main() -> None:
           f"{args.workers} workers{' (warm pool)' if args.pool else ''}; chosen configurations re-trained on "
           f"{args.eval_seeds} fresh seeds\n")
     print("| method | budget | configurations | completed | cancelled | env steps trained | compiled programs "
-          "| trial s (to first report) | median start-up s | worker processes | wall (s) | mean return | std "
+          "| trial s (to first report) | start-up s: median (total) | worker processes | wall (s) | mean return | std "
           "| MV (warped) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row, raw, w in zip(rows, returns, warped, strict=True):
@@ -189,7 +189,7 @@ def main() -> None:
         programs = "n/a" if row["programs"] is None else row["programs"]
         print(f"| {row['method']} | {row['budget']} | {row['configs']} | {row['completed']:.0f} | {row['cancelled']:.0f} "
               f"| {row['steps']:,} | {programs} | {row['trial_s']:.0f} ({row['first_report_s']:.0f}) | "
-              f"{row['startup_median']:.2f} | {row['processes']} | {row['wall']:.0f} | {raw.mean():.1f} | "
+              f"{row['startup_median']:.2f} ({row['startup_total']:.0f}) | {row['processes']} | {row['wall']:.0f} | {raw.mean():.1f} | "
               f"{raw.std(ddof=1):.1f} | {mv:.4f} |")
     reference = rows[-1]
     for row in rows[:-1]:
