@@ -163,10 +163,11 @@ def main() -> None:
                         help="every worker compiles every program itself (no persistent JAX cache)")
     parser.add_argument("--pool", action="store_true",
                         help="train on a warm rl_tasks.WorkerPool (thin trials) instead of in Tune's trial processes")
-    parser.add_argument("--quick", action="store_true", help=f"a small run: {QUICK}, minibatch_size fixed at 256")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a small run: defaults {QUICK} (flags given override them), minibatch_size fixed at 256")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(**QUICK)  # defaults only: e.g. `--quick --steps 50000` still takes effect
     args = parser.parse_args()
-    if args.quick:
-        vars(args).update(QUICK)
     ray.init(address=args.address, logging_level=logging.ERROR, log_to_driver=False)
     space = rl_tasks.get_space(args.algo, args.env)
     if args.quick:
