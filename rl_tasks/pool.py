@@ -241,7 +241,7 @@ class _PoolManager:
             released.clear()
             try:
                 await asyncio.wait_for(released.wait(), self._owner_check_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         slot = self._free.pop(0)
         lease_id = next(self._ids)
@@ -304,7 +304,7 @@ class _PoolManager:
                     logger.warning("pool lease %s: its trial process died without releasing it; reclaimed", lease_id)
                     self._give_back(held.slot, broken=False)
                     reclaimed = True
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass  # no answer yet: assume alive, look again at the next check
         return reclaimed
 
