@@ -5,12 +5,23 @@ replicate runs; then each method's recommended configuration is re-trained on ``
 seeds to estimate its true mean-variance (MV on one warp fitted to all re-evaluation returns, so the
 methods are comparable). Printed per method: configurations tried, completed and cancelled replicates,
 environment steps trained (cancelled replicates count the steps they ran), JAX programs compiled,
-worker seconds inside trials (and up to each trial's first report, where programs are built), wall
+worker seconds inside trials (and up to each trial's first report, where programs are built), the
+median per-replicate start-up (trial start to its first training chunk: imports, tracing, compiling
+or loading programs, waiting for a pool worker; the ``startup_s`` metric), the worker processes
+started (distinct PIDs of Tune trial actors and training processes, pool workers included), wall
 time, and the re-evaluated MV; then the ratio of compute. A method may have its own budget:
 ``--methods erahbo@30,rahbo-k20``.
 
+``--pool`` trains on a warm ``rl_tasks.WorkerPool`` (one per method, ``--workers`` workers, created
+before the method's Tune run and counted in its wall time) through thin trials, instead of in Tune's
+trial processes. ``--quick`` is a small run (PPO on CartPole-v1, 4096 steps, budget 44, one program
+shape: ``minibatch_size`` fixed at 256) whose last line is ``startup_median_s=.. worker_starts=..
+workers=.. wall_ratio=..``: ERAHBO's (the first method's) median start-up and processes started, and
+its wall time over RAHBO(k=20)'s (the last method's).
+
     python experiments/live_hpo.py --algo ppo --env CartPole-v1 --budget 60 --methods erahbo,rahbo-k20 \\
-        [--steps 100000] [--workers 2] [--address auto] [--gpus-per-trial 0.25]
+        [--steps 100000] [--workers 2] [--address auto] [--gpus-per-trial 0.25] [--pool]
+    python experiments/live_hpo.py --quick [--pool]
 """
 
 from __future__ import annotations
@@ -31,6 +42,10 @@ from tune_risk import ReplicateScheduler, RiskAwareSearch
 from tune_risk.warping import warp_values
 
 FRESH_SEED_OFFSET = 1_000_000  # re-evaluation seeds never used during the search
+# --quick: about 5 minutes on 2 cores (ERAHBO against RAHBO(k=20) at the same small budget: RAHBO's design of
+# 2 x 20 runs plus the 10% reserved for intensification).
+QUICK = {"algo": "ppo", "env": "CartPole-v1", "budget": 44, "steps": 4096, "eval_episodes": 8, "eval_seeds": 4,
+         "methods": "erahbo,rahbo-k20", "workers": 2}
 
 
 def parse_method(method: str, default_budget: int) -> tuple[str, int]:
@@ -54,9 +69,9 @@ def searcher_for(method: str, seed: int) -> RiskAwareSearch:
 
 def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     name, budget = parse_method(method, args.budget)
-    trainable, cache = make_method_trainable(args, method)
+    started = time.perf_counter()  # a pool's creation counts: it is part of the method's cost
+    trainable, cache, pool = make_method_trainable(args, method)
     searcher = searcher_for(name, args.seed)
-    started = time.perf_counter()
     results = tune.Tuner(
         trainable, param_space=space,
         tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), metric="return",
@@ -65,16 +80,36 @@ def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
         run_config=tune.RunConfig(verbose=0, name=f"live-{method.replace('@', '-b')}"),
     ).fit()
     wall = time.perf_counter() - started
+    processes = process_ids(results) | set(pool.worker_pids() if pool else ())
+    if pool:
+        pool.shutdown()
+    startups = [float(r.metrics["startup_s"]) for r in results if r.metrics and "startup_s" in r.metrics]
     steps = sum(int(r.metrics.get("timesteps", 0) or 0) for r in results if r.metrics)
     reported = [r.metrics_dataframe for r in results if r.metrics_dataframe is not None and len(r.metrics_dataframe)]
+    if searcher.best_config is None:
+        raise SystemExit(f"{method}: no configuration completed within budget {budget}; raise --budget")
     counts = searcher.engine.counts()
     return {"method": method, "budget": budget, "best": searcher.best_config, "wall": wall, "steps": steps,
             "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"],
             "configs": len(searcher.engine.records), "programs": count_programs(cache),
+            "startup_median": float(np.median(startups)) if startups else float("nan"), "startup_total": sum(startups),
+            "processes": len(processes),
             # Worker time inside trials, and the part of it up to each trial's first report (which
             # includes tracing the JAX programs and compiling them or loading them from the cache).
             "trial_s": sum(float(df["time_total_s"].iloc[-1]) for df in reported),
             "first_report_s": sum(float(df["time_this_iter_s"].iloc[0]) for df in reported)}
+
+
+def process_ids(results) -> set[int]:
+    """Worker processes a Tune run used: its trial actors (Tune's ``pid``) and the training processes
+    (``worker_pid``: the same process, or a pool worker)."""
+    pids: set[int] = set()
+    for result in results:
+        frame = result.metrics_dataframe
+        for column in ("pid", "worker_pid"):
+            if frame is not None and column in frame:
+                pids.update(int(p) for p in frame[column].dropna())
+    return pids
 
 
 def count_programs(cache: str | None) -> int | None:
@@ -83,17 +118,19 @@ def count_programs(cache: str | None) -> int | None:
     return None if cache is None else sum(1 for _ in Path(cache).iterdir())
 
 
-def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callable, str | None]:
-    """The trainable and its cache directory: a fresh JAX compilation cache per method (unless
-    ``--no-compilation-cache``), so a method's workers share its compiled programs and no method
-    inherits another's."""
+def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callable, str | None, object | None]:
+    """The trainable, its cache directory and its pool (``--pool``; else ``None``): a fresh JAX compilation
+    cache per method (unless ``--no-compilation-cache``), so a method's workers share its compiled programs
+    and no method inherits another's; likewise a fresh pool per method."""
     cache = None if args.no_compilation_cache else tempfile.mkdtemp(prefix=f"live_hpo_{method}_jax_")
-    trainable = rl_tasks.make_trainable(args.algo, args.env, total_timesteps=args.steps,
-                                        eval_every=max(1, args.steps // 5), eval_episodes=args.eval_episodes,
-                                        compilation_cache_dir=cache)
+    budgets = {"total_timesteps": args.steps, "eval_every": max(1, args.steps // 5), "eval_episodes": args.eval_episodes}
+    if args.pool:  # GPU fractions go to the pool's workers; thin trials hold no resources worth naming
+        pool = rl_tasks.WorkerPool(args.workers, gpus_per_worker=args.gpus_per_trial, compilation_cache_dir=cache)
+        return rl_tasks.make_pooled_trainable(pool, args.algo, args.env, **budgets), cache, pool
+    trainable = rl_tasks.make_trainable(args.algo, args.env, **budgets, compilation_cache_dir=cache)
     if args.gpus_per_trial > 0:  # e.g. 0.25: four JAX trials share a GPU (set XLA_PYTHON_CLIENT_PREALLOCATE=false)
         trainable = tune.with_resources(trainable, {"cpu": 1, "gpu": args.gpus_per_trial})
-    return trainable, cache
+    return trainable, cache, None
 
 
 def reevaluate(best: dict, trainable, args: argparse.Namespace) -> np.ndarray:
@@ -124,28 +161,44 @@ def main() -> None:
                         help="GPU fraction per trial (0: CPU trials); Ray hides GPUs from trials that request none")
     parser.add_argument("--no-compilation-cache", action="store_true",
                         help="every worker compiles every program itself (no persistent JAX cache)")
+    parser.add_argument("--pool", action="store_true",
+                        help="train on a warm rl_tasks.WorkerPool (thin trials) instead of in Tune's trial processes")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a small run: defaults {QUICK} (flags given override them), minibatch_size fixed at 256")
+    if parser.parse_known_args()[0].quick:
+        parser.set_defaults(**QUICK)  # defaults only: e.g. `--quick --steps 50000` still takes effect
     args = parser.parse_args()
     ray.init(address=args.address, logging_level=logging.ERROR, log_to_driver=False)
     space = rl_tasks.get_space(args.algo, args.env)
+    if args.quick:
+        space["minibatch_size"] = 256  # one program shape: start-up, not compiling new shapes, is measured
     rows = [tune_method(m.strip(), space, args) for m in args.methods.split(",")]
-    evaluator, _ = make_method_trainable(args, "reevaluation")
+    evaluator, _, pool = make_method_trainable(args, "reevaluation")
     returns = [reevaluate(row["best"], evaluator, args) for row in rows]
+    if pool:
+        pool.shutdown()
     warped = np.split(warp_values(np.concatenate(returns)), np.cumsum([len(r) for r in returns])[:-1])
     print(f"\n{args.algo} on {args.env}, {args.steps} steps per replicate, default budget {args.budget} replicates, "
-          f"{args.workers} workers; chosen configurations re-trained on {args.eval_seeds} fresh seeds\n")
+          f"{args.workers} workers{' (warm pool)' if args.pool else ''}; chosen configurations re-trained on "
+          f"{args.eval_seeds} fresh seeds\n")
     print("| method | budget | configurations | completed | cancelled | env steps trained | compiled programs "
-          "| trial s (to first report) | wall (s) | mean return | std | MV (warped) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| trial s (to first report) | start-up s: median (total) | worker processes | wall (s) | mean return | std "
+          "| MV (warped) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row, raw, w in zip(rows, returns, warped, strict=True):
         mv = w.mean() - w.var(ddof=1)
         programs = "n/a" if row["programs"] is None else row["programs"]
         print(f"| {row['method']} | {row['budget']} | {row['configs']} | {row['completed']:.0f} | {row['cancelled']:.0f} "
               f"| {row['steps']:,} | {programs} | {row['trial_s']:.0f} ({row['first_report_s']:.0f}) | "
-              f"{row['wall']:.0f} | {raw.mean():.1f} | {raw.std(ddof=1):.1f} | {mv:.4f} |")
+              f"{row['startup_median']:.2f} ({row['startup_total']:.0f}) | {row['processes']} | {row['wall']:.0f} | {raw.mean():.1f} | "
+              f"{raw.std(ddof=1):.1f} | {mv:.4f} |")
     reference = rows[-1]
     for row in rows[:-1]:
         print(f"\ncompute ratio {row['method']} / {reference['method']}: {row['steps'] / reference['steps']:.2f} "
               f"(environment steps), {row['wall'] / reference['wall']:.2f} (wall time)")
+    first = rows[0]
+    print(f"startup_median_s={first['startup_median']:.2f} worker_starts={first['processes']} workers={args.workers} "
+          f"wall_ratio={first['wall'] / reference['wall']:.2f}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ cheap, JAX loads when a trainable runs or a table is generated.
 Public entry points:
 
 * :func:`make_trainable` (``rl_tasks.trainable``): a Ray Tune function trainable, one seed per trial.
+* :class:`WorkerPool` (``rl_tasks.pool``) and :func:`make_pooled_trainable`: warm training workers shared by
+  thin trials, so that no trial pays JAX's start-up.
 * :func:`get_space`, :func:`space_name`, :func:`default_config` (``rl_tasks.spaces``): ARLBench spaces.
 * :func:`generate_table` (``rl_tasks.generate``): configurations x seeds tables, ARLBench long format.
 * :func:`tasks`: the supported (algorithm, environment) pairs.
@@ -21,9 +23,11 @@ from rl_tasks.envs import ALGORITHMS, ENVIRONMENTS, tasks
 __all__ = [
     "ALGORITHMS",
     "ENVIRONMENTS",
+    "WorkerPool",
     "default_config",
     "generate_table",
     "get_space",
+    "make_pooled_trainable",
     "make_trainable",
     "space_name",
     "tasks",
@@ -35,6 +39,21 @@ def make_trainable(*args: Any, **kwargs: Any) -> Any:
     from rl_tasks.trainable import make_trainable as _make  # noqa: PLC0415
 
     return _make(*args, **kwargs)
+
+
+def make_pooled_trainable(*args: Any, **kwargs: Any) -> Any:
+    """See :func:`rl_tasks.trainable.make_pooled_trainable`."""
+    from rl_tasks.trainable import make_pooled_trainable as _make  # noqa: PLC0415
+
+    return _make(*args, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "WorkerPool":  # imports Ray only when used
+        from rl_tasks.pool import WorkerPool  # noqa: PLC0415
+
+        return WorkerPool
+    raise AttributeError(f"module 'rl_tasks' has no attribute {name!r}")
 
 
 def generate_table(*args: Any, **kwargs: Any) -> Any:

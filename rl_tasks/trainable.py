@@ -7,6 +7,12 @@ and calls ``ray.tune.report``. A replicate that the searcher cancels is therefor
 boundary. Every report carries the metric (the latest evaluation return), so Tune's strict metric checking is
 satisfied; the last report (``final=True``) holds the final return, which is what ``RiskAwareSearch`` uses.
 
+Every report also carries ``startup_s`` (seconds from the trial's start to its first training chunk: imports,
+tracing, compiling or loading programs, waiting for a pool worker) and ``worker_pid`` (the training process).
+
+``make_pooled_trainable`` returns a *thin* trainable with the same reports and values, which trains on a warm
+``rl_tasks.pool.WorkerPool`` worker instead of in the trial's own process (no JAX start-up per trial).
+
 Compiled functions are cached per worker process (``rl_tasks.training``), so ``reuse_actors=True`` compiles
 once per (algorithm, environment, static hyperparameters). JAX runs on its default backend: the CPU, or a GPU
 when JAX sees one (request it with ``tune.with_resources(trainable, {"cpu": 1, "gpu": 1})``).
@@ -14,10 +20,13 @@ when JAX sees one (request it with ``tune.with_resources(trainable, {"cpu": 1, "
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 from rl_tasks.envs import check_task
+from rl_tasks.seed_run import Chunk
 
 
 def make_trainable(
@@ -46,62 +55,105 @@ def make_trainable(
             compiles every static shape (e.g. each ``minibatch_size``) itself. ``None``: JAX's own setting
             (the ``JAX_COMPILATION_CACHE_DIR`` environment variable, off by default).
 
-    Reports (each chunk): ``{metric, "timesteps", "final"}``; the last report has ``final=True``.
+    Reports (each chunk): ``{metric, "timesteps", "final", "startup_s", "worker_pid"}``; the last report has
+    ``final=True``.
 
     Raises:
         ValueError: unknown or mismatched algorithm/environment, or non-positive budgets.
     """
     spec = check_task(algo, env)
+    _check_budgets(total_timesteps, eval_every, eval_episodes)
+
+    def trainable(config: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        seed = _seed_of(config, seed_key)
+        if compilation_cache_dir is not None:
+            from rl_tasks.training import use_compilation_cache  # noqa: PLC0415 - JAX loads in the worker only
+
+            use_compilation_cache(compilation_cache_dir)
+        from ray import tune  # noqa: PLC0415
+
+        from rl_tasks.seed_run import SeedRun  # noqa: PLC0415
+
+        run = SeedRun(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
+        startup_s = time.perf_counter() - started
+        while not run.finished:
+            tune.report(_metrics(run.advance(), metric, startup_s, os.getpid()))
+
+    return _named(trainable, algo, spec.alias)
+
+
+def make_pooled_trainable(
+    pool: Any,
+    algo: str,
+    env: str,
+    total_timesteps: int,
+    eval_every: int,
+    eval_episodes: int = 128,
+    seed_key: str = "seed",
+    metric: str = "return",
+) -> Callable[[dict[str, Any]], None]:
+    """A thin Tune function trainable whose replicate trains on a warm ``WorkerPool`` worker.
+
+    Same arguments, reports and values as ``make_trainable`` (bit for bit: both run
+    ``rl_tasks.seed_run.SeedRun``), except that JAX's compilation cache is the pool's. The trial leases a
+    worker (waiting while none is free), starts the replicate there and reports after each chunk; Tune's STOP
+    (raised inside ``tune.report``) ends it at the next chunk and the lease is released in a ``finally``.
+    The trial requests ``pool.trial_resources`` (a hundredth of its slot's CPU: the worker holds the rest);
+    give Tune ``max_concurrent_trials=pool.size``.
+
+    Raises:
+        TypeError: ``pool`` is not a ``WorkerPool``.
+        ValueError: as ``make_trainable``.
+    """
+    from ray import tune  # noqa: PLC0415
+
+    from rl_tasks.pool import WorkerPool  # noqa: PLC0415
+
+    if not isinstance(pool, WorkerPool):
+        raise TypeError(f"make_pooled_trainable: pool must be an rl_tasks.WorkerPool, got {type(pool).__name__}")
+    spec = check_task(algo, env)
+    _check_budgets(total_timesteps, eval_every, eval_episodes)
+
+    def trainable(config: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        seed = _seed_of(config, seed_key)
+        lease = pool.lease()
+        try:
+            pid = lease.start(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
+            startup_s = time.perf_counter() - started
+            final = False
+            while not final:
+                chunk = lease.advance()
+                final = chunk.final
+                tune.report(_metrics(chunk, metric, startup_s, pid))
+        finally:  # also on Tune's STOP: tune.report raises SystemExit in this thread
+            lease.release()
+
+    return tune.with_resources(_named(trainable, algo, spec.alias), pool.trial_resources)
+
+
+def _check_budgets(total_timesteps: int, eval_every: int, eval_episodes: int) -> None:
     if total_timesteps <= 0 or eval_every <= 0 or eval_episodes <= 0:
         raise ValueError(
             f"total_timesteps={total_timesteps}, eval_every={eval_every} and eval_episodes={eval_episodes} must be "
             "positive"
         )
 
-    def trainable(config: dict[str, Any]) -> None:
-        if seed_key not in config:
-            raise ValueError(f"config has no seed key {seed_key!r}; keys: {sorted(config)}")
-        if compilation_cache_dir is not None:
-            _use_compilation_cache(compilation_cache_dir)
-        _train_one_seed(algo, spec.name, config, int(config[seed_key]), total_timesteps, eval_every, eval_episodes,
-                        metric)
 
-    trainable.__name__ = f"{algo}_{spec.alias}"
+def _seed_of(config: dict[str, Any], seed_key: str) -> int:
+    if seed_key not in config:
+        raise ValueError(f"config has no seed key {seed_key!r}; keys: {sorted(config)}")
+    return int(config[seed_key])
+
+
+def _metrics(chunk: Chunk, metric: str, startup_s: float, worker_pid: int) -> dict[str, Any]:
+    """One chunk's report; ``final`` marks the run's final return (what ``RiskAwareSearch`` observes)."""
+    return {metric: chunk.value, "timesteps": chunk.timesteps, "final": chunk.final, "startup_s": startup_s,
+            "worker_pid": worker_pid}
+
+
+def _named(trainable: Callable, algo: str, alias: str) -> Callable:
+    trainable.__name__ = f"{algo}_{alias}"
     trainable.__qualname__ = trainable.__name__
     return trainable
-
-
-def _use_compilation_cache(directory: str) -> None:
-    """Point JAX's persistent compilation cache at ``directory`` and cache every program (however small)."""
-    import jax  # noqa: PLC0415 - JAX loads only inside the worker
-
-    jax.config.update("jax_compilation_cache_dir", directory)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-
-def _train_one_seed(
-    algo: str, env: str, config: dict[str, Any], seed: int, total_timesteps: int, eval_every: int,
-    eval_episodes: int, metric: str,
-) -> None:
-    """Train one seed in chunks, reporting the greedy evaluation return after each chunk."""
-    import jax  # noqa: PLC0415 - JAX loads only inside the worker
-    from ray import tune  # noqa: PLC0415
-
-    from rl_tasks.training import prepare  # noqa: PLC0415
-
-    program, traced = prepare(algo, env, config, total_timesteps, eval_episodes)
-    key_train, key_eval = jax.random.split(jax.random.PRNGKey(seed))
-    ts = program.init(traced, key_train)
-    chunk = max(1, round(eval_every / program.iteration_steps))
-    done, evaluation = 0, 0
-    while done < program.n_iterations:
-        n = min(chunk, program.n_iterations - done)
-        ts = program.advance(traced, ts, n)
-        done += n
-        final = done == program.n_iterations
-        # The final evaluation uses the same key as the table generator; intermediate ones fresh keys.
-        key = key_eval if final else jax.random.fold_in(key_eval, evaluation)
-        value = float(program.evaluate(traced, ts, key).mean())
-        evaluation += 1
-        tune.report({metric: value, "timesteps": done * program.iteration_steps, "final": final})

@@ -209,6 +209,13 @@ def prepare(
     return program, {name: jnp.asarray(value) for name, value in traced.items()}
 
 
+def use_compilation_cache(directory: str) -> None:
+    """Point JAX's persistent compilation cache at ``directory`` and cache every program (however small)."""
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def static_and_traced_names(algo: str, env: str) -> tuple[list[str], list[str]]:
     """Names of the rejax fields that are compiled in (static) and passed as arrays (traced) for a task."""
     spec = check_task(algo, env)

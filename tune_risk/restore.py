@@ -31,8 +31,9 @@ and a trial list that disagree: replicates lost, counted twice, or waited for fo
    never downloads them into a new session's staging (where every copy would rewrite them).
 2. *Repair* (``repair_experiment``, run by ``restore_tuner`` before ``tune.Tuner.restore``). It checks
    the snapshot Tune would load (each file parses; the searcher's digest matches
-   ``experiment_state``; the wrapper state counts the trial list's trials and, under a
-   ``ConcurrencyLimiter``, lists exactly its unfinished trials; the same session everywhere). If that
+   ``experiment_state``; the wrapper state counts the trial list's trials and, under a limiting
+   ``ConcurrencyLimiter`` (not ``RiskAwareSearch``'s, which enforces the limit itself), lists exactly its
+   unfinished trials; the same session everywhere). If that
    fails, it takes the newest snapshot that passes the same checks among the storage's restore
    points and the earlier sessions' files, writes it back (replaced files are moved to
    ``tune_risk-discarded/<time>/``, never deleted), and restores ``tuner.pkl`` from a restore point
@@ -136,11 +137,15 @@ def read_search_gen_state(blob: bytes) -> tuple[int, set[str] | None]:
     """``(trials created, live trials of the ConcurrencyLimiter or None)`` of a ``search_gen_state`` file.
 
     Layout: a cloudpickled dict (``SearchGenerator.get_state``) with ``counter`` and, for each search
-    wrapper, ``"name:<Class>"`` -> its state (``ConcurrencyLimiter``: ``live_trials``).
+    wrapper, ``"name:<Class>"`` -> its state (``ConcurrencyLimiter``: ``live_trials``). A limiter whose
+    searcher enforces the limit itself (``_limit_concurrency`` false: ``RiskAwareSearch``) tracks no live
+    trials: ``None`` then (the searcher's live trials are its engine's unresolved runs, checked with it).
     """
     state = load_pickle(blob)
     limiter = state.get("name:ConcurrencyLimiter")
-    return int(state["counter"]), None if limiter is None else set(limiter["live_trials"])
+    if limiter is None or not limiter.get("_limit_concurrency", True):
+        return int(state["counter"]), None
+    return int(state["counter"]), set(limiter["live_trials"])
 
 
 class Opaque:

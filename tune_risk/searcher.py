@@ -199,10 +199,18 @@ class RiskAwareSearch(Searcher):
         return True
 
     def set_max_concurrency(self, max_concurrent: int) -> bool:
-        """Remember the trial concurrency (it sizes the asynchronous mode); the
-        ``ConcurrencyLimiter`` still enforces it."""
-        self._max_concurrent = max_concurrent
-        return False
+        """Enforce Tune's ``max_concurrent_trials`` here: ``suggest`` returns ``None`` while that many of this
+        searcher's trials are live (suggested, not yet complete). It also sizes the asynchronous mode.
+
+        Returning ``True`` turns the ``ConcurrencyLimiter`` that Tune 2.60 wraps around every searcher into a
+        pass-through. The live trials are the engine's unresolved runs, so a restored searcher (``Tuner.restore``
+        does not call this method again; ``max_concurrent`` is part of the state) counts exactly the trials of
+        its own snapshot: no slot is held by a trial that finished after it.
+        """
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, numbers.Integral) or max_concurrent < 1:
+            raise ValueError(f"RiskAwareSearch: max_concurrent must be a positive integer, got {max_concurrent!r}")
+        self._max_concurrent = int(max_concurrent)
+        return True
 
     def suggest(self, trial_id: str) -> dict | str | None:
         if self._codec is None:
@@ -211,7 +219,10 @@ class RiskAwareSearch(Searcher):
             raise RuntimeError(
                 UNDEFINED_METRIC_MODE.format(cls=type(self).__name__, metric=self._metric, mode=self._mode)
             )
-        request = self._ensure_engine().ask()
+        engine = self._ensure_engine()
+        if self._max_concurrent is not None and len(engine.in_flight_runs()) >= self._max_concurrent:
+            return None  # before ask(): asking launches a run
+        request = engine.ask()
         if request is DONE:
             return Searcher.FINISHED
         if request is WAIT:

@@ -88,7 +88,8 @@ def test_a_real_run_leaves_consistent_restore_points_one_snapshot_behind(real_ru
     names = tune_files(now.session)
     session, trials = read_experiment_state(now.files[names.experiment])
     counter, live = read_search_gen_state(now.files[names.search_gen])
-    assert session == now.session and counter == len(trials) >= 10 and live == set()
+    assert session == now.session and counter == len(trials) >= 10
+    assert live is None  # RiskAwareSearch enforces max_concurrent_trials: Tune's limiter is a pass-through
     assert all(status == "TERMINATED" for status in trials.values())
     marks = searcher_marks(pickle.loads(now.files[names.searcher]))
     assert marks.experiment_digest == digest(now.files[names.experiment]) and marks.session == now.session
@@ -154,10 +155,18 @@ def test_search_gen_state_of_another_snapshot_is_detected(experiment):
 
 
 def test_live_trials_of_another_snapshot_are_detected(experiment):
-    """A finished trial still live for the ConcurrencyLimiter: restored, it would hold a slot forever."""
+    """A finished trial still live for a limiting ConcurrencyLimiter (one around a searcher that leaves the limit
+    to it): restored, it would hold a slot forever. RiskAwareSearch enforces the limit itself, so Tune's limiter
+    around it is a pass-through whose (empty) live set is not checked."""
     names = tune_files(session_of(experiment))
     finished = next(iter(read_experiment_state((experiment / names.experiment).read_bytes())[1]))
-    rewrite_search_gen_state(experiment, lambda state: state["name:ConcurrencyLimiter"]["live_trials"].add(finished))
+    limiter = rp.load_pickle((experiment / names.search_gen).read_bytes())["name:ConcurrencyLimiter"]
+    assert limiter["_limit_concurrency"] is False and not limiter["live_trials"]
+
+    def limiting_with_a_finished_trial(state):
+        state["name:ConcurrencyLimiter"].update(_limit_concurrency=True, live_trials={finished})
+
+    rewrite_search_gen_state(experiment, limiting_with_a_finished_trial)
     repaired_from_newest_point(experiment, "live trials")
 
 

@@ -194,3 +194,21 @@ def test_pickled_state_is_versioned():
     drive(searcher, 3)
     state = pickle.loads(pickle.dumps(searcher.get_state()))
     assert state["_engine_state"]["version"] == 2
+
+
+def test_set_max_concurrency_caps_live_trials_and_is_restored(tmp_path):
+    searcher = make()
+    assert searcher.set_max_concurrency(2) is True  # Tune's ConcurrencyLimiter becomes a pass-through
+    assert isinstance(searcher.suggest("a"), dict) and isinstance(searcher.suggest("b"), dict)
+    assert searcher.suggest("c") is None
+    searcher.on_trial_complete("a", {"return": 0.5, "done": True, "time_total_s": 1.0})
+    assert isinstance(searcher.suggest("c"), dict) and searcher.suggest("d") is None
+    searcher.save(str(tmp_path / "ckpt.pkl"))
+    restored = RiskAwareSearch()  # Tuner.restore does not call set_max_concurrency before restoring
+    restored.restore(str(tmp_path / "ckpt.pkl"))
+    assert restored.suggest("d") is None
+    restored.on_trial_complete("b", {"return": 0.4, "done": True, "time_total_s": 1.0})
+    assert isinstance(restored.suggest("d"), dict)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_concurrent"):
+            make().set_max_concurrency(bad)

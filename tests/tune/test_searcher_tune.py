@@ -76,6 +76,23 @@ def test_certified_configs_have_pending_dropped_and_running_stopped(ray_session,
             assert slot.value == pytest.approx(expected_return(config), abs=1e-12)
 
 
+class LiveRecordingSearch(RiskAwareSearch):
+    """Records its number of live trials (unresolved runs) after every suggestion."""
+
+    def suggest(self, trial_id):
+        config = super().suggest(trial_id)
+        self.__dict__.setdefault("live_seen", []).append(len(self.engine.in_flight_runs()))
+        return config
+
+
+def test_the_searcher_enforces_max_concurrent_trials_itself(ray_session, tmp_path):
+    searcher = LiveRecordingSearch(random_state_seed=4, k_max=4, n_initial=3)
+    results = run_tuner(searcher, make_noisy_trainable(iterations=2, sleep=0.02, jitter=0.05), tmp_path,
+                        num_samples=16, max_concurrent=2)
+    assert searcher._max_concurrent == 2 and len(results) == 16 and not results.errors
+    assert max(searcher.live_seen) == 2, searcher.live_seen  # used, never exceeded
+
+
 def test_out_of_order_completion_gives_the_sequential_decisions(ray_session, tmp_path):
     searcher = RiskAwareSearch(random_state_seed=11, k_max=8, n_initial=3, max_active_configs=1)
     run_tuner(searcher, make_noisy_trainable(iterations=1, sleep=0.0, jitter=0.15), tmp_path, num_samples=36)

@@ -1,0 +1,351 @@
+"""A warm worker pool: long-lived Ray actors that train the replicates of thin Tune trials.
+
+Why: Ray Tune 2.60 keeps a finished trial actor only while another trial is staged, else at most one
+idle actor, so a search whose rounds synchronise (ERAHBO's waves) starts fresh trial processes over and
+over; each one imports JAX (1.4-1.9 s) and ``rl_tasks.training`` (4-5 s) and recompiles its programs
+(3.7 s from a warm persistent cache, 21 s cold). The pool pays that once per worker and run: its workers
+live for the whole run and keep JAX, ``rl_tasks`` and the per-process program cache
+(``rl_tasks.training``) across replicates.
+
+Pieces:
+
+* ``WorkerPool(workers=W)`` (driver side) starts a manager actor (no CPU) that starts ``W`` worker actors
+  (one CPU slot each, optionally a GPU fraction); they import JAX and ``rl_tasks`` at once.
+* A thin trial (``rl_tasks.make_pooled_trainable``) calls ``pool.lease()`` for a ``Lease`` on a free
+  worker (waiting if none is free), ``start``s its replicate there, ``advance``s it chunk by chunk and
+  ``release``s the lease in a ``finally``. Thin trials never import JAX.
+
+Resources: a slot of ``cpus_per_worker`` CPUs is split between the worker (all but ``TRIAL_CPUS``) and the
+thin trial (``TRIAL_CPUS``, ``pool.trial_resources``), so ``W`` slots hold ``W`` CPUs and no more than ``W``
+thin trials fit where the pool fills the cluster. That bound matters: Ray Tune reuses a finished trial's
+actor only for a trial that is waiting for resources; thin trials that fit at once (no CPU at all) make
+Tune start a fresh trial process for nearly every trial and discard it when a cached actor frees up
+(measured: 26 extra processes in one ``live_hpo.py --quick --pool`` run, twice the wall time).
+
+Failures:
+
+* an exception in a replicate (in ``start`` or ``advance``) fails that trial only; the worker drops
+  that run's state and stays in the pool;
+* a worker that dies (``ray.kill``, a crash, its node lost) makes the trial's current call raise
+  ``PoolWorkerLost``; the release reports it broken and the manager replaces it with a fresh worker;
+* a lease whose trial process died without running its ``finally`` (Tune kills trial actors, and a
+  stopped actor may exit before its training thread finished) is reclaimed: each lease carries a token
+  object owned by the trial's process, and when no worker is free the manager checks the tokens; Ray
+  reports a dead owner's objects as lost (``OwnerDiedError``, within about a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.exceptions import ObjectLostError, RayActorError
+
+from rl_tasks.seed_run import Chunk
+
+logger = logging.getLogger(__name__)
+
+TRIAL_CPUS = 0.01  # a thin trial's share of its slot's CPU (see the module docstring)
+_RELEASE_TIMEOUT_S = 30.0  # a release that cannot reach the manager gives up (the lease is reclaimed later)
+_OWNER_PROBE_S = 2.0  # an owner check that neither answers nor fails in this time counts as alive
+
+
+class PoolWorkerLost(RuntimeError):
+    """The pool worker training a replicate died (the trial fails; the pool replaces the worker)."""
+
+
+class WorkerPool:
+    """Long-lived training workers shared by the thin trials of one run.
+
+    Start it after ``ray.init`` and before ``Tuner.fit``; give Tune ``max_concurrent_trials=workers`` (more
+    concurrent trials would only wait for a free worker). Pickling it (into the trainable) keeps only the
+    manager's name: trials look it up. The pool ends with ``shutdown()``, a ``with`` block, or the driver.
+
+    Args:
+        workers: worker actors (training processes), usually the number of CPUs (or GPU slots) to use.
+        cpus_per_worker: CPUs per slot (1: JAX on one core per worker); the worker holds all but the thin
+            trial's ``TRIAL_CPUS``.
+        gpus_per_worker: GPU fraction per worker (e.g. 0.25: four workers per GPU; set
+            ``XLA_PYTHON_CLIENT_PREALLOCATE=false``); 0: CPU workers.
+        compilation_cache_dir: JAX's persistent compilation cache for the workers (a replacement worker
+            then loads instead of compiling); ``None``: JAX's own setting.
+        owner_check_s: how often a trial waiting for a worker has the manager look for leases of dead trials.
+
+    Raises:
+        ValueError: a non-positive ``workers``/``owner_check_s``, ``cpus_per_worker <= TRIAL_CPUS`` or a
+            negative ``gpus_per_worker``.
+    """
+
+    def __init__(self, workers: int, *, cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0,
+                 compilation_cache_dir: str | None = None, owner_check_s: float = 1.0) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"WorkerPool: workers must be a positive integer, got workers={workers!r}")
+        if not cpus_per_worker > TRIAL_CPUS:
+            raise ValueError(f"WorkerPool: cpus_per_worker must exceed TRIAL_CPUS={TRIAL_CPUS} (the thin trial's "
+                             f"share of a slot), got cpus_per_worker={cpus_per_worker!r}")
+        if not gpus_per_worker >= 0:
+            raise ValueError(f"WorkerPool: gpus_per_worker must be >= 0, got gpus_per_worker={gpus_per_worker!r}")
+        if not owner_check_s > 0:
+            raise ValueError(f"WorkerPool: owner_check_s must be positive, got owner_check_s={owner_check_s!r}")
+        if not ray.is_initialized():
+            ray.init()
+        self._size = workers
+        self._name = f"rl_tasks_pool_{uuid.uuid4().hex[:12]}"
+        self._namespace = ray.get_runtime_context().namespace
+        options = {"num_cpus": cpus_per_worker - TRIAL_CPUS, "num_gpus": gpus_per_worker, "max_restarts": 0}
+        self._manager = ray.remote(_PoolManager).options(
+            name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
+        ).remote(workers, options, compilation_cache_dir, owner_check_s)
+
+    @property
+    def size(self) -> int:
+        """The number of workers (dead ones are replaced)."""
+        return self._size
+
+    @property
+    def trial_resources(self) -> dict[str, float]:
+        """What a thin trial requests from Tune: its slot's ``TRIAL_CPUS``."""
+        return {"cpu": TRIAL_CPUS}
+
+    def lease(self) -> Lease:
+        """A lease on a free worker, waiting until one is free (call ``release`` in a ``finally``)."""
+        token = ray.put(None)  # owned by this process: its loss tells the manager this lessee died
+        lease_id, worker = ray.get(self._handle().lease.remote([token]))
+        return Lease(self._handle(), lease_id, worker, token)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the current workers (waits until they are up)."""
+        return ray.get(self._handle().pids.remote())
+
+    def workers(self) -> list[Any]:
+        """The current worker actor handles (for inspection and fault injection)."""
+        return ray.get(self._handle().workers.remote())
+
+    def leases_out(self) -> int:
+        """Leases currently held (a lease of a dead trial counts until it is reclaimed)."""
+        return ray.get(self._handle().leases_out.remote())
+
+    def workers_started(self) -> int:
+        """Worker actors started so far, replacements included."""
+        return ray.get(self._handle().started.remote())
+
+    def shutdown(self) -> None:
+        """Kill the workers and the manager (leases still out fail at their next call)."""
+        manager = self._handle()
+        ray.get(manager.shutdown.remote())
+        ray.kill(manager)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def __getstate__(self) -> dict:
+        # The manager is found by name in other processes: an actor handle pickled out of band would
+        # tie the manager's lifetime to Ray's reference counting of that copy.
+        return {"_size": self._size, "_name": self._name, "_namespace": self._namespace, "_manager": None}
+
+    def _handle(self) -> Any:
+        if self._manager is None:
+            self._manager = ray.get_actor(self._name, namespace=self._namespace)
+        return self._manager
+
+
+class Lease:
+    """One replicate's use of one pool worker: ``start``, ``advance`` until ``final``, then ``release``."""
+
+    def __init__(self, manager: Any, lease_id: int, worker: Any, token: Any) -> None:
+        self._manager = manager
+        self._id = lease_id
+        self._worker = worker
+        self._token = token  # kept alive as long as the lease: its owner's death is the signal
+        self._broken = False
+        self._released = False
+
+    def start(self, algo: str, env: str, config: Mapping[str, Any], seed: int, total_timesteps: int,
+              eval_every: int, eval_episodes: int) -> int:
+        """Build the replicate's ``rl_tasks.seed_run.SeedRun`` on the worker; returns the worker's pid.
+
+        Raises:
+            PoolWorkerLost: the worker died; the replicate's own errors (e.g. ``ValueError``) as raised.
+        """
+        return self._call("start", algo, env, dict(config), int(seed), total_timesteps, eval_every, eval_episodes)
+
+    def advance(self) -> Chunk:
+        """Train and evaluate the next chunk on the worker."""
+        return self._call("advance")
+
+    def release(self) -> None:
+        """Give the worker back (a dead one is replaced). Idempotent; never raises (it runs in ``finally``)."""
+        if self._released:
+            return
+        self._released = True
+        try:
+            if not self._broken:
+                self._worker.drop.remote(self._id)  # frees the run's arrays now, not at the next start
+            ray.get(self._manager.release.remote(self._id, self._broken), timeout=_RELEASE_TIMEOUT_S)
+        except Exception as err:  # noqa: BLE001 - a release must not mask the trial's own outcome
+            logger.warning("could not release pool lease %s (%s); the manager reclaims it when needed", self._id, err)
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return ray.get(getattr(self._worker, method).remote(self._id, *args))
+        except RayActorError as err:
+            self._broken = True
+            raise PoolWorkerLost(f"pool worker died during {method}() of lease {self._id}: {err}") from err
+
+
+@dataclass
+class _Slot:
+    """A worker actor and the future of its process id (from its warm-up)."""
+
+    worker: Any
+    pid: Any
+
+
+@dataclass
+class _Held:
+    """A lease out: its worker and the lessee's liveness token."""
+
+    slot: _Slot
+    token: Any
+
+
+class _PoolManager:
+    """The pool's bookkeeping actor (asynchronous: waiting lessees do not block releases)."""
+
+    def __init__(self, size: int, worker_options: dict, compilation_cache_dir: str | None,
+                 owner_check_s: float) -> None:
+        self._worker_class = ray.remote(_PoolWorker).options(**worker_options)
+        self._cache_dir = compilation_cache_dir
+        self._owner_check_s = owner_check_s
+        self._ids = itertools.count()
+        self._started = 0
+        self._free = [self._new_slot() for _ in range(size)]
+        self._held: dict[int, _Held] = {}
+        self._released: asyncio.Event | None = None
+
+    async def lease(self, token_box: list) -> tuple[int, Any]:
+        released = self._event()
+        while not self._free:
+            if await self._reclaim_orphans():
+                continue
+            released.clear()
+            try:
+                await asyncio.wait_for(released.wait(), self._owner_check_s)
+            except TimeoutError:
+                pass
+        slot = self._free.pop(0)
+        lease_id = next(self._ids)
+        self._held[lease_id] = _Held(slot, token_box[0])
+        return lease_id, slot.worker
+
+    async def release(self, lease_id: int, broken: bool) -> None:
+        held = self._held.pop(lease_id, None)
+        if held is None:
+            return  # released twice, or reclaimed after its lessee died
+        self._give_back(held.slot, broken)
+
+    async def pids(self) -> list[int]:
+        slots = self._free + [held.slot for held in self._held.values()]
+        return list(await asyncio.gather(*(slot.pid for slot in slots)))
+
+    async def workers(self) -> list[Any]:
+        return [slot.worker for slot in self._free + [held.slot for held in self._held.values()]]
+
+    async def leases_out(self) -> int:
+        return len(self._held)
+
+    async def started(self) -> int:
+        return self._started
+
+    async def shutdown(self) -> None:
+        for slot in self._free + [held.slot for held in self._held.values()]:
+            ray.kill(slot.worker)
+        self._free, self._held = [], {}
+
+    def _event(self) -> asyncio.Event:
+        if self._released is None:  # created inside the actor's event loop
+            self._released = asyncio.Event()
+        return self._released
+
+    def _new_slot(self) -> _Slot:
+        worker = self._worker_class.remote(self._cache_dir)
+        self._started += 1
+        return _Slot(worker, worker.warm.remote())
+
+    def _give_back(self, slot: _Slot, broken: bool) -> None:
+        if broken:
+            ray.kill(slot.worker)  # in case it is alive but unreachable
+            slot = self._new_slot()
+        self._free.append(slot)
+        self._event().set()
+
+    async def _reclaim_orphans(self) -> bool:
+        """Give back the workers of leases whose lessee process died; whether any was reclaimed.
+
+        Checked only when a lessee waits for a worker: a live lessee always releases its lease itself,
+        and only a missing worker makes a lost lease matter.
+        """
+        reclaimed = False
+        for lease_id, held in list(self._held.items()):
+            try:
+                await asyncio.wait_for(held.token, _OWNER_PROBE_S)
+            except ObjectLostError:
+                if self._held.pop(lease_id, None) is not None:
+                    logger.warning("pool lease %s: its trial process died without releasing it; reclaimed", lease_id)
+                    self._give_back(held.slot, broken=False)
+                    reclaimed = True
+            except TimeoutError:
+                pass  # no answer yet: assume alive, look again at the next check
+        return reclaimed
+
+
+class _PoolWorker:
+    """A training process: one replicate at a time, JAX and compiled programs kept across replicates."""
+
+    def __init__(self, compilation_cache_dir: str | None) -> None:
+        self._cache_dir = compilation_cache_dir
+        self._lease: int | None = None
+        self._run: Any = None
+        self._warm = False
+
+    def warm(self) -> int:
+        """Import JAX and the training code now (and point JAX at the cache); returns the process id."""
+        if not self._warm:
+            from rl_tasks.training import use_compilation_cache  # noqa: PLC0415 - JAX loads in workers only
+
+            if self._cache_dir is not None:
+                use_compilation_cache(self._cache_dir)
+            self._warm = True
+        return os.getpid()
+
+    def start(self, lease_id: int, algo: str, env: str, config: dict, seed: int, total_timesteps: int,
+              eval_every: int, eval_episodes: int) -> int:
+        from rl_tasks.seed_run import SeedRun  # noqa: PLC0415
+
+        self.warm()  # the manager's warm-up call and this one come from different callers: either may run first
+        self._lease, self._run = lease_id, None  # a previous (released or orphaned) run is dropped first
+        self._run = SeedRun(algo, env, config, seed, total_timesteps, eval_every, eval_episodes)
+        return os.getpid()
+
+    def advance(self, lease_id: int) -> Chunk:
+        if self._lease != lease_id or self._run is None:
+            raise RuntimeError(f"pool worker {os.getpid()}: lease {lease_id} has no started run here")
+        try:
+            return self._run.advance()
+        except BaseException:
+            self._run = None  # a failed run's state is not reused
+            raise
+
+    def drop(self, lease_id: int) -> None:
+        if self._lease == lease_id:
+            self._run = None

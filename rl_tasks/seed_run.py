@@ -1,0 +1,90 @@
+"""Chunked training of one seed of one configuration: the loop behind every live trainable.
+
+``SeedRun`` trains seed ``s`` from ``jax.random.PRNGKey(s)`` (split into a training and an evaluation key)
+in chunks of about ``eval_every`` environment steps, and evaluates the greedy policy after each chunk. Both
+``rl_tasks.make_trainable`` (training inside the Tune trial) and the warm worker pool (``rl_tasks.pool``,
+training in a long-lived worker) run this class, so both report bit-identical values for the same
+configuration, seed and budgets, whichever process runs them. JAX loads when a ``SeedRun`` is built, not
+on import: a thin trial unpickles ``Chunk`` results without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The outcome of one training chunk.
+
+    Attributes:
+        value: mean greedy evaluation return after the chunk.
+        timesteps: environment steps trained so far (whole iterations).
+        final: whether this chunk ended the run (its value is the run's final return).
+    """
+
+    value: float
+    timesteps: int
+    final: bool
+
+
+class SeedRun:
+    """One seed's training state, advanced one chunk at a time.
+
+    Building it traces/compiles (or fetches from the per-process program cache) the task program and
+    initialises the training state; ``advance`` runs the next chunk.
+
+    Args:
+        algo: ``ppo``, ``dqn`` or ``sac``.
+        env: environment name or alias.
+        config: hyperparameters in ARLBench's names (missing ones take defaults; extra keys ignored).
+        seed: the integer training seed.
+        total_timesteps: training budget in environment steps (rounded up to whole iterations).
+        eval_every: environment steps per chunk (rounded to whole iterations, at least one).
+        eval_episodes: greedy evaluation episodes per evaluation.
+
+    Raises:
+        ValueError: unknown task, hyperparameters outside their domain, or non-positive budgets.
+    """
+
+    def __init__(self, algo: str, env: str, config: Mapping[str, Any], seed: int, total_timesteps: int,
+                 eval_every: int, eval_episodes: int) -> None:
+        if eval_every <= 0:
+            raise ValueError(f"eval_every={eval_every} must be positive")
+        import jax  # noqa: PLC0415 - JAX loads in training processes only
+
+        from rl_tasks.training import prepare  # noqa: PLC0415
+
+        self._program, self._traced = prepare(algo, env, config, total_timesteps, eval_episodes)
+        key_train, self._key_eval = jax.random.split(jax.random.PRNGKey(int(seed)))
+        self._state = self._program.init(self._traced, key_train)
+        self._chunk = max(1, round(eval_every / self._program.iteration_steps))
+        self._done = 0
+        self._evaluations = 0
+
+    @property
+    def finished(self) -> bool:
+        """Whether the whole budget has been trained."""
+        return self._done >= self._program.n_iterations
+
+    def advance(self) -> Chunk:
+        """Train the next chunk and evaluate the greedy policy.
+
+        Raises:
+            RuntimeError: the run is already finished.
+        """
+        if self.finished:
+            raise RuntimeError(f"SeedRun: all {self._program.n_iterations} iterations are trained already")
+        import jax  # noqa: PLC0415 - loaded by __init__ already
+
+        n = min(self._chunk, self._program.n_iterations - self._done)
+        self._state = self._program.advance(self._traced, self._state, n)
+        self._done += n
+        final = self.finished
+        # The final evaluation uses the same key as the table generator; intermediate ones fresh keys.
+        key = self._key_eval if final else jax.random.fold_in(self._key_eval, self._evaluations)
+        value = float(self._program.evaluate(self._traced, self._state, key).mean())
+        self._evaluations += 1
+        return Chunk(value=value, timesteps=self._done * self._program.iteration_steps, final=final)

@@ -1,0 +1,172 @@
+"""The warm worker pool: same values as ``make_trainable``, training only on the pool's workers, failures
+confined to one replicate, dead workers replaced (local Ray, 2 CPUs held by a 2-worker pool)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rl_tasks import get_space, make_pooled_trainable, make_trainable
+
+# One program shape for every test (the persistent compilation cache then serves all workers).
+STEPS, EVAL_EVERY, EPISODES, MINIBATCH = 4096, 2048, 8, 256
+CONFIG = {"learning_rate": 3e-3, "minibatch_size": MINIBATCH}
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster):
+    from rl_tasks import WorkerPool
+
+    with WorkerPool(2) as workers:
+        workers.worker_pids()  # wait for the warm-up
+        yield workers
+
+
+def _fit(trainable, param_space, num_samples=1, callbacks=None, stop=None, **tune_kwargs):
+    from ray import tune
+
+    tuner = tune.Tuner(
+        trainable, param_space=param_space,
+        tune_config=tune.TuneConfig(metric="return", mode="max", num_samples=num_samples, reuse_actors=True,
+                                    **tune_kwargs),
+        run_config=tune.RunConfig(verbose=0, storage_path="/tmp/rl_tasks_tests_ray", callbacks=callbacks, stop=stop),
+    )
+    return tuner.fit()
+
+
+def _recorder():
+    """A Tune callback keeping each seed's reports ``(return, timesteps, final)`` (the tests write no result files)."""
+    from ray import tune
+
+    class Recorder(tune.Callback):
+        def __init__(self) -> None:
+            self.reports: dict[int, list[tuple[float, int, bool]]] = {}
+
+        def on_trial_result(self, iteration, trials, trial, result):
+            row = (float(result["return"]), int(result["timesteps"]), bool(result["final"]))
+            self.reports.setdefault(int(trial.config["seed"]), []).append(row)
+
+    return Recorder()
+
+
+def test_thin_modules_do_not_import_jax() -> None:
+    code = ("import sys, rl_tasks, rl_tasks.pool, rl_tasks.trainable, rl_tasks.seed_run\n"
+            "assert not [m for m in sys.modules if m == 'jax' or m.startswith('jax.')]\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_pooled_values_equal_make_trainable_and_do_not_depend_on_the_worker(pool, monkeypatch) -> None:
+    from ray import tune
+
+    recorder = _recorder()
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": tune.grid_search([0, 1])}, max_concurrent_trials=2, callbacks=[recorder])
+    assert not results.errors, results.errors
+    pooled = recorder.reports
+
+    # make_trainable's own loop, in this process, with tune.report captured.
+    reports: list[dict] = []
+    monkeypatch.setattr(tune, "report", reports.append)
+    make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES)({**CONFIG, "seed": 0})
+    assert pooled[0] == [(r["return"], r["timesteps"], r["final"]) for r in reports]
+    assert pooled[0] != pooled[1]
+
+    # The same seed on two different workers at once: identical values.
+    first, second = pool.lease(), pool.lease()
+    try:
+        pids = {lease.start("ppo", "CartPole-v1", CONFIG, 1, STEPS, EVAL_EVERY, EPISODES) for lease in (first, second)}
+        runs = [[(c.value, c.timesteps, c.final) for c in (lease.advance(), lease.advance())] for lease in (first, second)]
+    finally:
+        first.release()
+        second.release()
+    assert len(pids) == 2 and runs[0] == runs[1] == pooled[1]
+
+
+def test_pooled_search_trains_only_on_the_pool(pool) -> None:
+    from tune_risk import ReplicateScheduler, RiskAwareSearch
+
+    searcher = RiskAwareSearch(n_initial=2, k_min=2, k_max=4, random_state_seed=0, intensify=0)
+    space = {**get_space("ppo", "CartPole-v1"), "minibatch_size": MINIBATCH}
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES), space,
+                   num_samples=6, search_alg=searcher, scheduler=ReplicateScheduler(searcher), max_concurrent_trials=2)
+    assert not results.errors, results.errors
+    assert len(results) == 6 and all(r.metrics["final"] for r in results)
+    trainers = {int(r.metrics["worker_pid"]) for r in results}
+    trial_processes = {int(r.metrics["pid"]) for r in results}
+    assert trainers <= set(pool.worker_pids()) and len(trainers) <= pool.size
+    assert not trainers & trial_processes, "a thin trial trained in its own process"
+    assert all(r.metrics["startup_s"] >= 0 for r in results)
+
+
+def test_stop_ends_a_replicate_at_its_next_chunk_and_frees_its_worker(pool) -> None:
+    from ray import tune
+
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": tune.grid_search([0, 1, 2])}, max_concurrent_trials=1,
+                   stop={"training_iteration": 1})
+    assert not results.errors, results.errors
+    assert all(r.metrics["training_iteration"] == 1 and not r.metrics["final"] for r in results)
+    # Stopped trials released their leases in `finally` (or, if Tune ended a process first, the manager
+    # reclaims them): the whole pool can be leased again.
+    leases = [pool.lease() for _ in range(pool.size)]
+    for lease in leases:
+        lease.release()
+    assert pool.leases_out() == 0
+
+
+def test_the_lease_of_a_killed_trial_process_is_reclaimed(pool) -> None:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Lessee:
+        def take(self, pool):
+            self.lease = pool.lease()  # never released: the process is killed
+
+    lessee = Lessee.remote()
+    ray.get(lessee.take.remote(pool))
+    assert pool.leases_out() == 1
+    ray.kill(lessee)
+    leases = [pool.lease() for _ in range(pool.size)]  # the last one waits for the reclaimed worker
+    for lease in leases:
+        lease.release()
+    assert pool.leases_out() == 0
+
+
+def test_a_failing_replicate_fails_alone_and_its_worker_stays(pool) -> None:
+    from ray import tune
+
+    before = sorted(pool.worker_pids())
+    # learning_rate=10 is outside ARLBench's domain: the worker raises ValueError while starting that run.
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": 0, "learning_rate": tune.grid_search([10.0, 3e-3])}, max_concurrent_trials=1)
+    assert len(results.errors) == 1 and "outside its domain" in str(results.errors[0])
+    finished = [r for r in results if r.metrics and r.metrics.get("final")]
+    assert len(finished) == 1
+    assert sorted(pool.worker_pids()) == before, "a replicate's exception must not cost a worker"
+
+
+def test_a_killed_worker_fails_its_trial_and_is_replaced(pool) -> None:
+    import ray
+    from ray import tune
+
+    handles = {ray.get(worker.warm.remote()): worker for worker in pool.workers()}
+    started = pool.workers_started()
+    killed: list[int] = []
+
+    class KillOnFirstResult(tune.Callback):
+        def on_trial_result(self, iteration, trials, trial, result):
+            if not killed:  # the trial goes on with its next chunk at once: the kill lands mid-chunk
+                killed.append(int(result["worker_pid"]))
+                ray.kill(handles[killed[0]])
+
+    # Free list after the kill: [other, replacement]; the third seed trains on the replacement.
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": tune.grid_search([0, 1, 2])}, max_concurrent_trials=1,
+                   callbacks=[KillOnFirstResult()])
+    assert len(results.errors) == 1 and "pool worker died" in str(results.errors[0])
+    trainers = {int(r.metrics["worker_pid"]) for r in results if r.metrics and r.metrics.get("final")}
+    assert len(trainers) == 2 and killed[0] not in trainers
+    assert pool.workers_started() == started + 1
+    assert trainers - set(handles), "no replicate ran on the replacement worker"
