@@ -147,6 +147,26 @@ def test_wilcoxon_is_paired_by_table_and_repeat():
     assert list(result.loc[["good", "twin", "bad"], "not_worse"]) == [True, True, False]
 
 
+
+@pytest.mark.parametrize("alpha, minimum", [(0.05, 6), (0.01, 8), (0.5, 3)])
+def test_wilcoxon_min_pairs_is_where_the_exact_test_can_first_reject(alpha, minimum):
+    # All n differences of one sign is the most extreme outcome; scipy's exact p-value for it.
+    def most_extreme(n: int) -> float:
+        return wilcoxon(np.arange(1.0, n + 1), np.zeros(n), alternative="two-sided").pvalue
+    assert metrics.wilcoxon_min_pairs(alpha) == minimum
+    assert most_extreme(minimum) < alpha <= most_extreme(minimum - 1)
+
+
+def test_wilcoxon_with_too_few_pairs_marks_nobody_but_the_best_not_worse():
+    # 3 repeats: "bad" loses every pair, yet p >= 0.05 is all a Wilcoxon test can give with 3 pairs.
+    values = {("t", m, r): [v + r] for r in range(3) for m, v in (("good", 0.0), ("bad", 1.0))}
+    result = metrics.wilcoxon_vs_best(_runs(values), "regret").set_index("method")
+    assert list(result.loc[["good", "bad"], "n_pairs"]) == [3, 3]
+    assert np.isnan(result.loc["bad", "p_value"]) and not result.loc["bad", "not_worse"]
+    more = {("t", m, r): [v + r] for r in range(8) for m, v in (("good", 0.0), ("bad", 1.0))}
+    tested = metrics.wilcoxon_vs_best(_runs(more), "regret").set_index("method")
+    assert tested.loc["bad", "p_value"] < 0.05 and not tested.loc["bad", "not_worse"]
+
 def test_wilcoxon_single_method_is_not_applicable():
     result = metrics.wilcoxon_vs_best(_runs({("t", "only", 0): [1.0, 0.5]}), "regret")
     assert list(result["method"]) == ["only"] and result["mean_rank"].iloc[0] == 1.0
@@ -238,6 +258,17 @@ def test_write_summary_single_table_method_repeat(tmp_path, with_rounds):
     assert f"| t0 | {final:.3g} |" in text  # no CI with one repeat
     assert ("No BO rounds" in text) != with_rounds
 
+
+
+def test_write_summary_warns_about_a_table_that_cannot_separate_methods(tmp_path):
+    runs, rounds = _synthetic(2, ("erahbo", "gp-ucb"), 3)
+    flat = runs["table"] == "t1"
+    runs.loc[flat, ["regret", "normalised_regret"]] = 0.0  # e.g. a constant table
+    text = write_summary(runs, rounds, tmp_path, n_boot=50)[0].read_text(encoding="utf-8")
+    assert "## Warning: tables that cannot separate methods\n\n`t1`:" in text
+    assert "With 6 pair(s)" not in text and "needs at least 6 pairs" in text
+    few = write_summary(*_synthetic(1, ("erahbo", "gp-ucb"), 3), tmp_path / "few", n_boot=50)[0].read_text()
+    assert "Warning" not in few and "With 3 pair(s) no test is run" in few
 
 def test_write_summary_rejects_empty_runs(tmp_path):
     runs, rounds = _synthetic(1, ("erahbo",), 1)

@@ -151,12 +151,15 @@ def _replay_one(args: argparse.Namespace, table: Any, task: Any, method: str, se
 
 def _write_outputs(args: argparse.Namespace, plan: Any, store: Any, units: list, reused: int) -> None:
     """``runs.csv`` and ``rounds.csv`` from the unit files (job order), then the summary and figures."""
-    from tune_risk.offline.summary import write_summary
+    from tune_risk.offline.summary import degenerate_tables, write_summary
 
     for kind in ("runs", "rounds"):
         store.assemble(units, kind, args.out / f"{kind}.csv")
     runs, rounds = _read_csv(args.out / "runs.csv"), _read_csv(args.out / "rounds.csv")
     written = write_summary(runs, rounds, args.out, title="Offline replay: " + ", ".join(t.name for t in plan.tables))
+    for table in degenerate_tables(runs):
+        print(f"warning: table {table!r}: every method has regret 0 at every evaluation (a best configuration "
+              "is in the initial design, or all have the same MV); it cannot separate methods", file=sys.stderr)
     note = f" ({reused} of {len(units)} replays reused from an earlier run)" if reused else ""
     print(f"wrote {args.out / 'runs.csv'}, {args.out / 'rounds.csv'} and {len(written)} summary files to "
           f"{args.out}{note}")

@@ -13,6 +13,7 @@ replicates per round (Fig. 4).  A run that stops before the last grid point keep
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -249,20 +250,36 @@ def _paired_p_value(x: np.ndarray, y: np.ndarray) -> float:
     return float(wilcoxon(x[ok], y[ok], alternative="two-sided").pvalue)
 
 
+def wilcoxon_min_pairs(alpha: float = 0.05) -> int:
+    """Fewest pairs with which a two-sided exact Wilcoxon signed-rank test can reach ``p < alpha``.
+
+    With ``n`` pairs the most extreme outcome (every difference of one sign) has ``p = 2 / 2**n``, so
+    below this count no difference, however large, can be significant (6 pairs at ``alpha = 0.05``).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got alpha={alpha!r}")
+    return math.floor(1.0 - math.log2(alpha)) + 1  # the smallest n with 2 ** (1 - n) < alpha
+
+
 def wilcoxon_vs_best(runs: pd.DataFrame, column: str = "regret", alpha: float = 0.05) -> pd.DataFrame:
     """Mean rank of every method and a Wilcoxon signed-rank test against the best-ranked method (Table 1).
 
-    The final values of ``column`` are paired by (table, repeat); ``p_value`` is the two-sided
-    ``scipy.stats.wilcoxon`` p-value (NaN for the best method itself and without common pairs, 1.0 when
-    all paired differences are zero).  ``not_worse`` marks the paper's bold entries: the best method
-    and every method with ``p_value >= alpha``.
+    The final values of ``column`` are paired by (table, repeat); ``n_pairs`` counts the pairs;
+    ``p_value`` is the two-sided ``scipy.stats.wilcoxon`` p-value (NaN for the best method itself,
+    without common pairs, and with fewer than ``wilcoxon_min_pairs(alpha)`` pairs, where the test
+    cannot reach significance; 1.0 when all paired differences are zero).  ``not_worse`` marks the
+    paper's bold entries: the best method and every method tested with ``p_value >= alpha`` (an
+    untestable method is not called "not worse").
     """
     ranks = mean_ranks(runs, column)
     finals = final_values(runs).pivot(index=BLOCK, columns="method", values=column)
     best = ranks["method"].iloc[0]
-    p_values = [float("nan") if m == best else _paired_p_value(finals[m].to_numpy(), finals[best].to_numpy())
-                for m in ranks["method"]]
-    out = ranks.assign(p_value=p_values, best=ranks["method"] == best)
+    minimum = wilcoxon_min_pairs(alpha)
+    pairs = [int((finals[m].notna() & finals[best].notna()).sum()) for m in ranks["method"]]
+    p_values = [float("nan") if m == best or n < minimum
+                else _paired_p_value(finals[m].to_numpy(), finals[best].to_numpy())
+                for m, n in zip(ranks["method"], pairs, strict=True)]
+    out = ranks.assign(n_pairs=pairs, p_value=p_values, best=ranks["method"] == best)
     return out.assign(not_worse=out["best"] | (out["p_value"] >= alpha))
 
 

@@ -65,9 +65,32 @@ def _rank_section(runs: pd.DataFrame, order: list[str]) -> str:
     rows = [[m, *cell("regret", m), *cell("cumulative_regret", m)] for m in order]
     headers = ["method", "rank: final simple regret", "p (Wilcoxon vs best)",
                "rank: cumulative regret", "p (Wilcoxon vs best)"]
+    minimum = metrics.wilcoxon_min_pairs(0.05)
+    pairs = int(tests["regret"]["n_pairs"].max())
+    caveat = (f" With {pairs} pair(s) no test is run: a two-sided Wilcoxon test needs at least {minimum} "
+              "pairs to reach p < 0.05, so only the best method is bold." if pairs < minimum else
+              f" (The test needs at least {minimum} pairs to reach p < 0.05; here {pairs}.)")
     return ("## Mean rank across (table, repeat) (Table 1)\n\nMean ± standard error of the rank "
             "(lower is better). Bold: best or not significantly worse than best (two-sided Wilcoxon "
-            "signed-rank test, p ≥ 0.05, paired by table and repeat).\n\n" + _markdown(headers, rows))
+            "signed-rank test, p ≥ 0.05, paired by table and repeat)." + caveat + "\n\n"
+            + _markdown(headers, rows))
+
+
+def degenerate_tables(runs: pd.DataFrame) -> list[str]:
+    """Tables on which every method has regret 0 at every evaluation: the initial design already holds a
+    best configuration (or every configuration has the same MV), so ranks and tests cannot separate methods."""
+    flat = runs.groupby("table")["regret"].apply(lambda r: bool(np.all(r.to_numpy() == 0.0)))
+    return [str(table) for table, is_flat in flat.items() if is_flat]
+
+
+def _warning_section(runs: pd.DataFrame) -> str | None:
+    flat = degenerate_tables(runs)
+    if not flat:
+        return None
+    return ("## Warning: tables that cannot separate methods\n\n" + ", ".join(f"`{t}`" for t in flat)
+            + ": every method has regret 0 at every evaluation (a best configuration is in the shared initial "
+            "design, or all configurations have the same mean-variance). Ranks, tests and thresholds on "
+            "these tables are ties, not evidence.")
 
 
 def _threshold_sections(runs: pd.DataFrame, order: list[str]) -> str:
@@ -244,7 +267,7 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     header = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
               f"({', '.join(order)}), {finals.groupby(['table', 'method']).size().max()} repeat(s), "
               f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
-    sections = [header, _rank_section(runs, order), _threshold_sections(runs, order),
+    sections = [header, *filter(None, [_warning_section(runs)]), _rank_section(runs, order), _threshold_sections(runs, order),
                 _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order),
                 _k_section(rounds, order)]
     paths = [out / name for name in ("summary.md", "regret_curves.png", "ranks_over_time.png",
