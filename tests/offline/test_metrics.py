@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -274,3 +276,20 @@ def test_write_summary_rejects_empty_runs(tmp_path):
     runs, rounds = _synthetic(1, ("erahbo",), 1)
     with pytest.raises(ValueError, match="runs is empty"):
         write_summary(runs.iloc[:0], rounds, tmp_path)
+
+
+def test_figures_explain_their_bands_directions_and_integer_axes(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    saved = {}
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: (saved.__setitem__(Path(path).name, fig),
+                                                                   original(fig, path, **kw)))
+    write_summary(*_synthetic(1, ("erahbo", "gp-ucb"), 3), tmp_path, n_boot=50)
+    curves, ranks = saved["regret_curves.png"], saved["ranks_over_time.png"]
+    assert "95 % percentile-bootstrap CI" in curves.get_suptitle() and "standard error" in ranks.get_suptitle()
+    assert "lower is better" in curves.axes[0].get_ylabel()
+    assert "higher is better" in saved["k_vs_mv.png"].axes[0].get_xlabel()
+    k_axis = saved["k_histogram.png"].axes[0].xaxis.get_major_locator()
+    assert isinstance(k_axis, MaxNLocator) and k_axis._integer

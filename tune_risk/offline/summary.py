@@ -20,12 +20,17 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from tune_risk.offline import metrics
 
 DASH = "—"
 LEVELS = (0.75, 0.5, 0.25)
 STOP_REASONS = ("certified", "k_max", "budget", "failed")
+BAND_NOTE = {  # what the shaded bands of each figure are (printed on the figure)
+    "regret": "line: IQM over repeats; band: 95 % percentile-bootstrap CI of the IQM",
+    "ranks": "line: mean rank over (table, repeat); band: ± 1 standard error",
+}
 
 
 def _num(value: float, digits: int = 3) -> str:
@@ -205,8 +210,10 @@ def _plot_regret_curves(curves: pd.DataFrame, order: list[str], path: Path) -> N
             c = curves[(curves["table"] == table) & (curves["method"] == method)]
             ax.plot(c["n_eval"], c["iqm"], color=colours[method], label=method, drawstyle="steps-post")
             ax.fill_between(c["n_eval"], c["ci_low"], c["ci_high"], color=colours[method], alpha=0.2, step="post")
-        ax.set(title=str(table), xlabel="evaluations", ylabel="normalised MV regret (IQM)")
+        ax.set(title=str(table), xlabel="evaluations", ylabel="normalised MV regret, IQM (lower is better)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].legend(fontsize="small")
+    fig.suptitle(BAND_NOTE["regret"], fontsize="small")
     fig.savefig(path, dpi=120)
 
 
@@ -223,7 +230,9 @@ def _plot_ranks(runs: pd.DataFrame, grid: np.ndarray, order: list[str], path: Pa
             ax.plot(r["n_eval"], r["mean_rank"], color=colours[method], label=method)
             ax.fill_between(r["n_eval"], r["mean_rank"] - se, r["mean_rank"] + se, color=colours[method], alpha=0.2)
         ax.set(title=f"rank on {name}", xlabel="evaluations", ylabel="mean rank (lower is better)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].legend(fontsize="small")
+    fig.suptitle(BAND_NOTE["ranks"], fontsize="small")
     fig.savefig(path, dpi=120)
 
 
@@ -241,7 +250,9 @@ def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatt
             for ax in (ax_h, ax_s):
                 ax.text(0.5, 0.5, "no BO rounds", ha="center", va="center", transform=ax.transAxes)
         ax_h.set(title=method, xlabel="replicates k", ylabel="rounds")
-        ax_s.set(title=method, xlabel="true MV (scaled per table)", ylabel="replicates k")
+        ax_s.set(title=method, xlabel="true MV, scaled to [0, 1] per table (higher is better)", ylabel="replicates k")
+        for axis in (ax_h.xaxis, ax_h.yaxis, ax_s.yaxis):  # k and round counts are integers
+            axis.set_major_locator(MaxNLocator(integer=True))
     fig_h.savefig(hist_path, dpi=120)
     fig_s.savefig(scatter_path, dpi=120)
 
