@@ -171,7 +171,20 @@ def unit_files(out: Path) -> list[Path]:
 
 def test_sigint_keeps_finished_units_and_a_rerun_gives_the_same_outputs(table_csv, finished, tmp_path):
     out = tmp_path / "interrupted"
-    argv = [sys.executable, "-m", "tune_risk.cli", *replay_args(table_csv, out)]
+    # The CLI in a process whose second replay blocks, so that Ctrl-C always lands after exactly one
+    # finished unit (the four replays of this tiny table otherwise finish in about a second).
+    cli = ("import sys, time\n"
+           "import tune_risk.offline.replay as replay\n"
+           "from tune_risk.cli import main\n"
+           "original, calls = replay.replay_direct, []\n"
+           "def blocking(*args, **kwargs):\n"
+           "    calls.append(1)\n"
+           "    if len(calls) > 1:\n"
+           "        time.sleep(600)\n"
+           "    return original(*args, **kwargs)\n"
+           "replay.replay_direct = blocking\n"
+           "sys.exit(main(sys.argv[1:]))\n")
+    argv = [sys.executable, "-c", cli, *replay_args(table_csv, out)]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     deadline = time.monotonic() + 180
     while not unit_files(out) and process.poll() is None and time.monotonic() < deadline:
@@ -181,7 +194,7 @@ def test_sigint_keeps_finished_units_and_a_rerun_gives_the_same_outputs(table_cs
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted:") and "rerun the same command" in stderr
     kept = unit_files(out)
-    assert 1 <= len(kept) < 4 and not (out / "runs.csv").exists()
+    assert len(kept) == 1 and not (out / "runs.csv").exists()
     assert not list(out.rglob("*.tmp"))  # no half-written unit
     assert main(replay_args(table_csv, out)) == 0  # resumes
     for name in OUTPUTS:
