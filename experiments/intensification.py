@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from tune_risk.offline.metrics import mean_se
 from tune_risk.offline.replay import ReplayTask, replay_direct
 from tune_risk.offline.table import OfflineTable
 
@@ -63,7 +64,8 @@ def main() -> int:
 
 
 def _mean_se(values: np.ndarray) -> str:
-    return f"{values.mean():.4f} ± {values.std(ddof=1) / np.sqrt(len(values)):.4f}"
+    mean, se = mean_se(values)
+    return f"{mean:.4f} ± {se:.4f}"
 
 
 def _wtl(a: np.ndarray, b: np.ndarray) -> str:
