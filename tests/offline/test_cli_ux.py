@@ -173,7 +173,10 @@ def test_sigint_keeps_finished_units_and_a_rerun_gives_the_same_outputs(table_cs
     out = tmp_path / "interrupted"
     # The CLI in a process whose second replay blocks, so that Ctrl-C always lands after exactly one
     # finished unit (the four replays of this tiny table otherwise finish in about a second).
-    cli = ("import sys, time\n"
+    # A child inherits an ignored SIGINT (the test process may ignore it after earlier tests), and Python
+    # then installs no KeyboardInterrupt handler: restore the one an interactive shell gives.
+    cli = ("import signal, sys, time\n"
+           "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
            "import tune_risk.offline.replay as replay\n"
            "from tune_risk.cli import main\n"
            "original, calls = replay.replay_direct, []\n"
@@ -190,7 +193,10 @@ def test_sigint_keeps_finished_units_and_a_rerun_gives_the_same_outputs(table_cs
     while not unit_files(out) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
+    try:
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()  # never leave the blocked child behind
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted:") and "rerun the same command" in stderr
     kept = unit_files(out)
