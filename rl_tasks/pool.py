@@ -255,11 +255,10 @@ class _PoolManager:
         self._give_back(held.slot, broken)
 
     async def pids(self) -> list[int]:
-        slots = self._free + [held.slot for held in self._held.values()]
-        return list(await asyncio.gather(*(slot.pid for slot in slots)))
+        return list(await asyncio.gather(*(slot.pid for slot in self._slots())))
 
     async def workers(self) -> list[Any]:
-        return [slot.worker for slot in self._free + [held.slot for held in self._held.values()]]
+        return [slot.worker for slot in self._slots()]
 
     async def leases_out(self) -> int:
         return len(self._held)
@@ -268,9 +267,13 @@ class _PoolManager:
         return self._started
 
     async def shutdown(self) -> None:
-        for slot in self._free + [held.slot for held in self._held.values()]:
+        for slot in self._slots():
             ray.kill(slot.worker)
         self._free, self._held = [], {}
+
+    def _slots(self) -> list[_Slot]:
+        """Every worker slot, free or leased."""
+        return self._free + [held.slot for held in self._held.values()]
 
     def _event(self) -> asyncio.Event:
         if self._released is None:  # created inside the actor's event loop
