@@ -7,6 +7,7 @@ shipped. These checks read files only (no training).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -18,6 +19,27 @@ from rl_tasks.generate import parts_dir, sobol_configs
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 TABLES = sorted(p for p in DATASETS.glob("*.parquet"))
+
+# SHA-256 of the float64 returns (configurations 0-127 x seeds 0-49, C order) of the 128-row tables as first
+# shipped (commits a6986a0, 3470585, 4a87570). Extending a table to 512 rows must leave these bytes unchanged.
+FIRST_128_SHA256 = {
+    "dqn_cartpole": "2a0db7af3da62a1c6ada5df114b5129eaa6f7d0d715bddfd581c9e14741f9be2",
+    "ppo_acrobot": "a2b813bdf38432a6e0ac24c8e16847d9979494d20237aeda5f5d2bab41cdaa34",
+    "ppo_cartpole": "f69ee7904879ac9f10ba688876e71d9967e06451c6961c52cd5ffda923676f9e",
+}
+
+
+def first_rows_sha256(table: Path, rows: int = 128) -> str:
+    """SHA-256 of the first ``rows`` configurations' returns, as a C-ordered float64 configs x seeds array."""
+    frame = pd.read_parquet(table)
+    returns = frame.pivot(index="config_id", columns="seed", values="performance").sort_index()
+    block = np.ascontiguousarray(returns.to_numpy(np.float64)[:rows])
+    return hashlib.sha256(block.tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_128_SHA256))
+def test_extended_tables_keep_the_first_128_shipped_rows_bit_for_bit(name: str) -> None:
+    assert first_rows_sha256(DATASETS / f"{name}.parquet") == FIRST_128_SHA256[name]
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda p: p.stem)
