@@ -8,7 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMP_HASH := $(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(STAMP_HASH)
 
-.PHONY: demo test soak venv bench lint clean
+.PHONY: demo test soak venv bench lint docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +53,12 @@ bench: $(STAMP)
 	-$(MAKE) --no-print-directory $(HEBO_STAMP)
 	$(PY) experiments/bench_all.py $(if $(QUICK),--quick) --hebo-python $(HEBO_VENV)/bin/python
 
+# The API reference (pdoc) from the docstrings: docs/api/index.html; warnings are errors.
+docs: $(STAMP)
+	$(PY) -W error::UserWarning docs/build_api.py docs/api
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check tune_risk rl_tasks tests experiments
+	$(VENV)/bin/ruff check tune_risk rl_tasks tests experiments docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -39,7 +39,8 @@ def test_replay_writes_runs_rounds_and_summary(arlbench_csv, tmp_path):
     assert set(runs.method) == {"erahbo", "rahbo-k2", "gp-ucb"} and set(runs.repeat) == {0, 1}
     assert runs.groupby(["method", "repeat"]).n_eval.max().le(60).all()
     assert set(rounds.stop_reason) <= {"certified", "k_max", "budget"}
-    for name in ("summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png", "k_vs_mv.png"):
+    for name in ("summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png", "k_vs_mv.png",
+                 "performance_profile.png"):
         assert (out / name).stat().st_size > 0
     assert "erahbo" in (out / "summary.md").read_text()
     assert "regret of the recommended configuration" in (out / "summary.md").read_text()

@@ -27,7 +27,7 @@ from tune_risk.settings import EngineSettings
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 OUTPUTS = ("runs.csv", "rounds.csv", "summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png",
-           "k_vs_mv.png")
+           "k_vs_mv.png", "performance_profile.png")
 
 
 def long_table(n_configs: int = 16, n_seeds: int = 25) -> pd.DataFrame:

@@ -218,11 +218,52 @@ def test_k_statistics_count_k_and_scale_mv_per_table():
     np.testing.assert_allclose(stats.scatter["mv_scaled"], [0.0, 1.0, 0.5, 1.0])  # t2 has one valid round
 
 
+# --- aggregate IQM and performance profile (rliable's, stratified bootstrap) --------------------
+
+
+def _finals(per_table: dict[str, list[float]], method: str = "m") -> pd.DataFrame:
+    """A one-evaluation ``runs`` frame whose final normalised regrets are ``per_table``'s values."""
+    return _runs({(t, method, r): [v] for t, values in per_table.items() for r, v in enumerate(values)})
+
+
+def test_aggregate_iqm_pools_every_run_and_resamples_within_tables_only():
+    # Table a always ends at 0, table b always at 1: a stratified bootstrap keeps 5 of each in every
+    # resample, so the pooled IQM (0.5) never moves; resampling across tables would move it.
+    runs = _finals({"a": [0.0] * 5, "b": [1.0] * 5})
+    row = metrics.aggregate_iqm(runs, n_boot=300).iloc[0]
+    assert row["iqm"] == pytest.approx(trim_mean([0.0] * 5 + [1.0] * 5, 0.25)) == pytest.approx(0.5)
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(0.5), pytest.approx(0.5))
+    assert (row["n_tables"], row["n_runs"]) == (2, 10)
+    noisy = _finals({"a": [0.0, 0.1, 0.2, 0.3, 0.9], "b": [0.4, 0.5, 0.6, 0.7, 0.8]})
+    one, again = (metrics.aggregate_iqm(noisy, n_boot=300, seed=1).iloc[0] for _ in range(2))
+    assert one["ci_low"] < one["iqm"] < one["ci_high"] and one.equals(again)  # seeded
+
+
+def test_aggregate_iqm_has_no_interval_when_a_table_has_a_single_run():
+    row = metrics.aggregate_iqm(_finals({"a": [0.2, 0.4, 0.6], "b": [0.5]}), n_boot=100).iloc[0]
+    assert row["iqm"] == pytest.approx(trim_mean([0.2, 0.4, 0.6, 0.5], 0.25))
+    assert np.isnan(row["ci_low"]) and np.isnan(row["ci_high"])
+
+
+def test_performance_profile_weights_tables_equally_and_is_monotone():
+    # a: 1 of 2 runs <= 0.25; b: 3 of 4 runs <= 0.25 -> F(0.25) = (1/2 + 3/4) / 2, not 4/6 (pooled runs)
+    runs = _finals({"a": [0.1, 0.9], "b": [0.0, 0.2, 0.25, 0.6]})
+    profile = metrics.performance_profile(runs, taus=[0.0, 0.25, 0.5, 1.0], n_boot=200)
+    assert profile["fraction"].tolist() == pytest.approx([(0 + 1 / 4) / 2, (1 / 2 + 3 / 4) / 2,
+                                                          (1 / 2 + 3 / 4) / 2, 1.0])
+    assert (profile["ci_low"] <= profile["fraction"] + 1e-12).all()
+    assert (profile["fraction"] <= profile["ci_high"] + 1e-12).all()
+    default = metrics.performance_profile(_synthetic(2, ("x", "y"), 4)[0], n_boot=50)
+    for _, curve in default.groupby("method"):
+        assert np.all(np.diff(curve["fraction"]) >= 0) and curve["fraction"].iloc[-1] == 1.0
+        assert curve["tau"].iloc[0] == 0.0 and curve["tau"].iloc[-1] >= 1.0
+
+
 # --- summary ------------------------------------------------------------------------------------
 
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-FILES = ["summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png", "k_vs_mv.png"]
+FILES = ["summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png", "k_vs_mv.png", "performance_profile.png"]
 
 
 def _check_written(paths: list, out_dir) -> str:
@@ -237,8 +278,11 @@ def test_write_summary_for_several_tables_methods_and_repeats(tmp_path):
     runs, rounds = _synthetic(2, ("erahbo", "rahbo-k2", "gp-ucb"), 5)
     text = _check_written(write_summary(runs, rounds, tmp_path, title="Synthetic", n_boot=200), tmp_path)
     assert text.startswith("# Synthetic")
-    for heading in ("Table 1", "Table 2", "Table 5", "IQM [95 % CI]", "compute", "Replicates per round"):
+    for heading in ("Table 1", "Table 2", "Table 5", "IQM [95 % CI]", "compute", "Replicates per round",
+                    "Aggregate over tables (IQM, stratified bootstrap)"):
         assert heading in text
+    pooled = metrics.aggregate_iqm(runs, n_boot=200).set_index("method").loc["gp-ucb"]
+    assert f"| gp-ucb | 2 | 10 | {pooled['iqm']:.3g} [{pooled['ci_low']:.3g}, {pooled['ci_high']:.3g}] |" in text
     rank_table = text.split("## Mean rank")[1].split("##")[0]
     erahbo_row = next(line for line in rank_table.splitlines() if line.startswith("| erahbo"))
     assert "**" in erahbo_row  # the best method is bold
@@ -291,5 +335,7 @@ def test_figures_explain_their_bands_directions_and_integer_axes(tmp_path, monke
     assert "95 % percentile-bootstrap CI" in curves.get_suptitle() and "standard error" in ranks.get_suptitle()
     assert "lower is better" in curves.axes[0].get_ylabel()
     assert "higher is better" in saved["k_vs_mv.png"].axes[0].get_xlabel()
+    profile = saved["performance_profile.png"]
+    assert "stratified-bootstrap CI" in profile.get_suptitle() and "higher is better" in profile.axes[0].get_ylabel()
     k_axis = saved["k_histogram.png"].axes[0].xaxis.get_major_locator()
     assert isinstance(k_axis, MaxNLocator) and k_axis._integer

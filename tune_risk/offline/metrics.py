@@ -4,7 +4,8 @@ Inputs are the replay's long frames: ``runs`` (one row per table, method, repeat
 ``n_eval`` with ``regret``, ``normalised_regret``, ``cumulative_regret`` and ``compute``) and
 ``rounds`` (one row per BO round with ``k``, ``stop_reason`` and ``mv_true``).  The functions here are
 pure: they aggregate over repetitions with the interquartile mean and a percentile bootstrap
-(Fig. 3, 8–12), rank methods per (table, repetition) and average the ranks (Table 1, Fig. 2, 5), test
+(Fig. 3, 8–12), pool tables with rliable's aggregate IQM and performance profile under a stratified
+bootstrap (Agarwal et al. 2021), rank methods per (table, repetition) and average the ranks (Table 1, Fig. 2, 5), test
 every method against the best-ranked one with a Wilcoxon signed-rank test (Table 1), find the first
 evaluation at which the IQM of normalised regret crosses a threshold (Tables 2 and 5), and count
 replicates per round (Fig. 4).  A run that stops before the last grid point keeps its last value
@@ -16,11 +17,11 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata, trim_mean, wilcoxon
+from scipy.stats import DegenerateDataWarning, bootstrap, rankdata, trim_mean, wilcoxon
 
 BLOCK = ["table", "repeat"]
 """A ranking block: methods are compared within one (table, repetition)."""
@@ -47,40 +48,34 @@ def iqm(values: Sequence[float] | np.ndarray, axis: int | None = None) -> float 
     return trim_mean(x, 0.25, axis=axis)
 
 
-def _rowwise(statistic: Callable, samples: np.ndarray) -> np.ndarray:
-    """``statistic`` over axis 1 of ``samples``, vectorised when it takes ``axis``."""
-    try:
-        out = np.asarray(statistic(samples, axis=1), dtype=float)
-        if out.shape == samples.shape[:1] + samples.shape[2:]:
-            return out
-    except TypeError:
-        pass
-    return np.apply_along_axis(lambda row: float(statistic(row)), 1, samples)
+def _percentile_bootstrap(samples: tuple[np.ndarray, ...], statistic: Callable, n_boot: int, level: float,
+                          seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile-bootstrap bounds of ``statistic(*samples, axis=0)`` by ``scipy.stats.bootstrap``.
+
+    Each sample is resampled on its own (rows with replacement), which is the stratified bootstrap when
+    the samples are the strata; a sample's columns share their resampled rows (a paired bootstrap across
+    evaluation counts).  A statistic without an ``axis`` keyword is evaluated resample by resample.
+    """
+    with warnings.catch_warnings():  # a constant or all-NaN resample is a valid (degenerate) outcome here
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        result = bootstrap(samples, statistic, n_resamples=n_boot, batch=max(1, 4_000_000 // max(1, samples[0].size)),
+                           axis=0, confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
+    return np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
 
 
 def _bootstrap_columns(matrix: np.ndarray, statistic: Callable, n_boot: int, level: float,
                        seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Percentile-bootstrap bounds of ``statistic`` over the rows (repetitions) of every column.
 
-    The same resampled rows are used for every column (a paired bootstrap across evaluation counts).
-    Identical columns are computed once, and columns are processed in chunks of bounded memory.
+    The same resampled rows are used for every column; identical columns are computed once.
     """
     n, m = matrix.shape
-    low = np.full(m, np.nan)
-    high = np.full(m, np.nan)
     if n < 2 or m == 0:
-        return low, high
+        return np.full(m, np.nan), np.full(m, np.nan)
     unique, inverse = np.unique(matrix, axis=1, return_inverse=True)
-    index = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    quantiles = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
-    chunk = max(1, 4_000_000 // (n_boot * n))
-    bounds = np.empty((2, unique.shape[1]))
-    for start in range(0, unique.shape[1], chunk):
-        stats = _rowwise(statistic, unique[:, start:start + chunk][index])
-        with warnings.catch_warnings():  # an all-NaN column (e.g. compute unknown) gives NaN bounds
-            warnings.simplefilter("ignore", RuntimeWarning)
-            bounds[:, start:start + chunk] = np.nanquantile(stats, quantiles, axis=0)
-    return bounds[0, inverse.ravel()], bounds[1, inverse.ravel()]
+    low, high = _percentile_bootstrap((unique,), statistic, n_boot, level, seed)
+    return np.broadcast_to(low, unique.shape[1:])[inverse.ravel()], np.broadcast_to(high, unique.shape[1:])[inverse.ravel()]
 
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, statistic: Callable = iqm, n_boot: int = 2000,
@@ -169,6 +164,84 @@ def final_values(runs: pd.DataFrame) -> pd.DataFrame:
     last = runs.sort_values("n_eval").groupby(["table", "method", "repeat"], sort=True).tail(1)
     keep = ["table", "method", "repeat", "n_eval"] + [c for c in REGRET_COLUMNS if c in runs.columns]
     return last[keep].sort_values(["table", "method", "repeat"]).reset_index(drop=True)
+
+
+def _strata(runs: pd.DataFrame, column: str) -> dict[str, list[np.ndarray]]:
+    """Per method, the final values of ``column`` of its runs on each table (one array per table, NaN dropped)."""
+    finals = final_values(runs)
+    _check_columns(finals, [column], "runs")
+    strata: dict[str, list[np.ndarray]] = {}
+    for (method, _), group in finals.groupby(["method", "table"], sort=True):
+        values = group[column].to_numpy(dtype=float)
+        strata.setdefault(str(method), []).append(values[~np.isnan(values)])
+    return strata
+
+
+def _stratified_ci(strata: list[np.ndarray], statistic: Callable, n_boot: int, level: float,
+                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified percentile-bootstrap bounds: runs are resampled within each table, never across (rliable's
+    CIs, Agarwal et al. 2021, Sec. 4); NaN when a table has fewer than two runs (nothing to resample)."""
+    shape = np.shape(statistic(*strata, axis=-1))
+    if not strata or min(len(s) for s in strata) < 2:
+        return np.full(shape, np.nan), np.full(shape, np.nan)
+    return _percentile_bootstrap(tuple(strata), statistic, n_boot, level, seed)
+
+
+def _pooled_iqm(*strata: np.ndarray, axis: int = -1) -> np.ndarray:
+    """IQM of every run of every table pooled (rliable's ``aggregate_iqm``); resamples stacked in front."""
+    return trim_mean(np.concatenate(strata, axis=axis), 0.25, axis=axis)
+
+
+def aggregate_iqm(runs: pd.DataFrame, column: str = "normalised_regret", n_boot: int = 2000,
+                  level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    r"""IQM over all of a method's runs on all tables of the final ``column``, with a stratified CI.
+
+    .. math:: \mathrm{IQM}\big(\{x_{t,r}\}_{t \le T,\, r \le R_t}\big)
+
+    pooling every (table ``t``, repeat ``r``) run, as rliable's aggregate IQM does for normalised scores
+    (``normalised_regret`` is comparable across tables: 1 = the initial design's regret, 0 = the best
+    configuration's).  The CI is the stratified percentile bootstrap (:func:`_stratified_ci`).  Returns
+    ``method, iqm, ci_low, ci_high, n_tables, n_runs`` in the order methods first appear.
+    """
+    strata = _strata(runs, column)
+    rows = []
+    for method in pd.unique(runs["method"]).astype(str):
+        low, high = _stratified_ci(strata[method], _pooled_iqm, n_boot, level, seed)
+        rows.append({"method": method, "iqm": float(_pooled_iqm(*strata[method])), "ci_low": float(low),
+                     "ci_high": float(high), "n_tables": len(strata[method]),
+                     "n_runs": sum(len(s) for s in strata[method])})
+    return pd.DataFrame(rows, columns=["method", "iqm", "ci_low", "ci_high", "n_tables", "n_runs"])
+
+
+def performance_profile(runs: pd.DataFrame, column: str = "normalised_regret",
+                        taus: Sequence[float] | np.ndarray | None = None, n_boot: int = 2000,
+                        level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    r"""Performance profile (rliable's run-score distribution) of the final ``column``, lower is better.
+
+    .. math:: F_m(\tau) = \frac1T \sum_{t=1}^{T} \frac{1}{R_t} \sum_{r=1}^{R_t} \mathbb 1[x_{t,r} \le \tau]
+
+    the fraction of method ``m``'s runs that end at most ``\tau`` from the best, each table weighted
+    equally (higher is better at every ``\tau``).  ``taus`` defaults to 101 points from 0 to the largest
+    final value (at least 1, the initial design's regret).  Bands: stratified percentile bootstrap.
+    Returns ``method, tau, fraction, ci_low, ci_high``.
+    """
+    strata = _strata(runs, column)
+    if taus is None:
+        top = max([1.0] + [float(np.max(s)) for parts in strata.values() for s in parts if s.size])
+        taus = np.linspace(0.0, top, 101)
+    taus = np.asarray(taus, dtype=float)
+
+    def fraction(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        # [tau, ...resamples]: the share of each table's runs at or below tau, averaged over tables
+        return np.mean([np.mean(np.expand_dims(s, 0) <= taus.reshape(-1, *[1] * s.ndim), axis=axis)
+                        for s in samples], axis=0)
+
+    frames = []
+    for method in pd.unique(runs["method"]).astype(str):
+        low, high = _stratified_ci(strata[method], fraction, n_boot, level, seed)
+        frames.append(pd.DataFrame({"method": method, "tau": taus, "fraction": fraction(*strata[method]),
+                                    "ci_low": low, "ci_high": high}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def block_ranks(values: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -320,7 +393,8 @@ def threshold_summary(thresholds: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "level", "mean", "se", "n_tables"])
 
 
-class KStatistics(NamedTuple):
+@dataclass(frozen=True)
+class KStatistics:
     """Replicates per BO round (Fig. 4): ``histogram`` (``method, k, count, fraction``) and
     ``scatter`` (one row per round with ``k``, ``mv_true`` and ``mv_scaled``)."""
 

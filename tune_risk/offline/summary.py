@@ -5,7 +5,8 @@ mean ranks with Wilcoxon tests against the best method (Table 1), evaluations to
 of the initial design's regret (Tables 2 and 5), final normalised regret as IQM [95 % bootstrap CI],
 evaluations and compute (cancelled replicates included), the replicate-count distribution, and the
 figures ``regret_curves.png`` (Fig. 3, 8), ``ranks_over_time.png`` (Fig. 2, 5), ``k_histogram.png``
-and ``k_vs_mv.png`` (Fig. 4).  Figures are drawn with matplotlib's object API on the Agg canvas, so no
+and ``k_vs_mv.png`` (Fig. 4), and rliable's aggregate IQM and performance profile
+(``performance_profile.png``) under a stratified bootstrap.  Figures are drawn with matplotlib's object API on the Agg canvas, so no
 pyplot state or display is touched.  One table, one method or one repetition is fine: the CI and the
 Wilcoxon test are then reported as "—".
 """
@@ -30,6 +31,7 @@ STOP_REASONS = ("certified", "k_max", "budget", "failed")
 BAND_NOTE = {  # what the shaded bands of each figure are (printed on the figure)
     "regret": "line: IQM over repeats; band: 95 % percentile-bootstrap CI of the IQM",
     "ranks": "line: mean rank over (table, repeat); band: ± 1 standard error",
+    "profile": "all (table, repeat) runs, tables weighted equally; band: 95 % stratified-bootstrap CI",
 }
 
 
@@ -144,6 +146,28 @@ def _final_table(finals: pd.DataFrame, order: list[str], column: str, n_boot: in
     return _markdown(["table", *order], rows)
 
 
+def _aggregate_section(runs: pd.DataFrame, n_boot: int) -> str:
+    """Aggregate over tables: IQM of final normalised regret pooled over (table, repeat), stratified CI."""
+    columns = [c for c in ("normalised_regret", "normalised_recommended_regret") if c in runs.columns]
+    frames = {c: metrics.aggregate_iqm(runs, c, n_boot=n_boot).set_index("method") for c in columns}
+    first = frames[columns[0]]
+
+    def cell(frame: pd.DataFrame, method: str) -> str:
+        row = frame.loc[method]
+        ci = "" if math.isnan(row["ci_low"]) else f" [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+        return _num(row["iqm"]) + ci
+
+    headers = ["method", "tables", "runs", *[f"IQM {c.replace('_', ' ')} [95 % CI]" for c in columns]]
+    rows = [[m, str(int(first.loc[m, "n_tables"])), str(int(first.loc[m, "n_runs"])),
+             *[cell(frames[c], m) for c in columns]] for m in first.index]
+    return ("## Aggregate over tables (IQM, stratified bootstrap)\n\nIQM of the final normalised regret over every "
+            "(table, repeat) run pooled (lower is better; 1 = the initial design's regret), with a 95 % "
+            "stratified percentile-bootstrap CI (repeats resampled within each table; none when a table has one "
+            "repeat), as rliable reports aggregate scores. `performance_profile.png` shows the whole "
+            "distribution: the fraction of runs ending at or below each normalised regret.\n\n"
+            + _markdown(headers, rows))
+
+
 def _cost_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str]) -> str:
     """Evaluations, compute (cancelled replicates included) and rounds per method, averaged over runs."""
     finals = metrics.final_values(runs)
@@ -217,6 +241,21 @@ def _plot_regret_curves(curves: pd.DataFrame, order: list[str], path: Path) -> N
     fig.savefig(path, dpi=120)
 
 
+def _plot_profile(profile: pd.DataFrame, order: list[str], path: Path) -> None:
+    """Performance profile (rliable): fraction of runs with final normalised regret <= tau, stratified CI bands."""
+    fig, (ax,) = _figure(1, size=(5.6, 3.8))
+    colours = _colours(order)
+    for method in order:
+        p = profile[profile["method"] == method]
+        ax.plot(p["tau"], p["fraction"], color=colours[method], label=method, drawstyle="steps-post")
+        ax.fill_between(p["tau"], p["ci_low"], p["ci_high"], color=colours[method], alpha=0.2, step="post")
+    ax.set(xlabel="final normalised MV regret τ (1 = initial design's regret)",
+           ylabel="fraction of runs with regret ≤ τ (higher is better)", ylim=(-0.02, 1.02))
+    ax.legend(fontsize="small")
+    fig.suptitle(BAND_NOTE["profile"], fontsize="small")
+    fig.savefig(path, dpi=120)
+
+
 def _plot_ranks(runs: pd.DataFrame, grid: np.ndarray, order: list[str], path: Path) -> None:
     """Fig. 2 / 5: mean rank ± SE over evaluations, for simple and cumulative regret."""
     fig, axes = _figure(2)
@@ -260,7 +299,7 @@ def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatt
 def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
                   title: str = "Offline replay benchmark", grid_points: int = 200, n_boot: int = 2000
                   ) -> list[Path]:
-    """Write ``summary.md`` and the four PNG figures into ``out_dir``; return the written paths.
+    """Write ``summary.md`` and the five PNG figures into ``out_dir``; return the written paths.
 
     ``runs`` and ``rounds`` are the replay's frames (``runs.csv`` / ``rounds.csv``).  Curves and rank
     trajectories are drawn on at most ``grid_points`` evaluation counts; thresholds use every count.
@@ -278,14 +317,16 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     header = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
               f"({', '.join(order)}), {finals.groupby(['table', 'method']).size().max()} repeat(s), "
               f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
-    sections = [header, *filter(None, [_warning_section(runs)]), _rank_section(runs, order), _threshold_sections(runs, order),
+    sections = [header, *filter(None, [_warning_section(runs)]), _rank_section(runs, order), _aggregate_section(runs, n_boot),
+                _threshold_sections(runs, order),
                 _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order),
                 _k_section(rounds, order)]
     paths = [out / name for name in ("summary.md", "regret_curves.png", "ranks_over_time.png",
-                                     "k_histogram.png", "k_vs_mv.png")]
+                                     "k_histogram.png", "k_vs_mv.png", "performance_profile.png")]
     paths[0].write_text("\n\n".join(sections) + "\n", encoding="utf-8")
     curves = metrics.regret_curves(runs, "normalised_regret", grid, n_boot=n_boot)
     _plot_regret_curves(curves, order, paths[1])
     _plot_ranks(runs, grid, order, paths[2])
     _plot_k(metrics.k_statistics(rounds), order, paths[3], paths[4])
+    _plot_profile(metrics.performance_profile(runs, "normalised_regret", n_boot=n_boot), order, paths[5])
     return paths
