@@ -241,17 +241,25 @@ def _plot_regret_curves(curves: pd.DataFrame, order: list[str], path: Path) -> N
     fig.savefig(path, dpi=120)
 
 
-def _plot_profile(profile: pd.DataFrame, order: list[str], path: Path) -> None:
-    """Performance profile (rliable): fraction of runs with final normalised regret <= tau, stratified CI bands."""
-    fig, (ax,) = _figure(1, size=(5.6, 3.8))
+PROFILE_PANELS = {"normalised_regret": "best configuration evaluated",
+                  "normalised_recommended_regret": "recommended configuration (argmax LCB^MV)"}
+
+
+def _plot_profile(runs: pd.DataFrame, order: list[str], n_boot: int, path: Path) -> None:
+    """Performance profiles (rliable): fraction of runs with final normalised regret <= tau, one panel for the
+    best configuration evaluated and, if logged, one for the recommended one; stratified CI bands."""
+    columns = [c for c in PROFILE_PANELS if c in runs.columns]
+    fig, axes = _figure(len(columns), ncols=2, size=(5.6, 3.8))
     colours = _colours(order)
-    for method in order:
-        p = profile[profile["method"] == method]
-        ax.plot(p["tau"], p["fraction"], color=colours[method], label=method, drawstyle="steps-post")
-        ax.fill_between(p["tau"], p["ci_low"], p["ci_high"], color=colours[method], alpha=0.2, step="post")
-    ax.set(xlabel="final normalised MV regret τ (1 = initial design's regret)",
-           ylabel="fraction of runs with regret ≤ τ (higher is better)", ylim=(-0.02, 1.02))
-    ax.legend(fontsize="small")
+    for ax, column in zip(axes, columns, strict=True):
+        profile = metrics.performance_profile(runs, column, n_boot=n_boot)
+        for method in order:
+            p = profile[profile["method"] == method]
+            ax.plot(p["tau"], p["fraction"], color=colours[method], label=method, drawstyle="steps-post")
+            ax.fill_between(p["tau"], p["ci_low"], p["ci_high"], color=colours[method], alpha=0.2, step="post")
+        ax.set(title=PROFILE_PANELS[column], xlabel="final normalised MV regret τ (1 = initial design's regret)",
+               ylabel="fraction of runs with regret ≤ τ (higher is better)", ylim=(-0.02, 1.02))
+    axes[0].legend(fontsize="small")
     fig.suptitle(BAND_NOTE["profile"], fontsize="small")
     fig.savefig(path, dpi=120)
 
@@ -328,5 +336,5 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     _plot_regret_curves(curves, order, paths[1])
     _plot_ranks(runs, grid, order, paths[2])
     _plot_k(metrics.k_statistics(rounds), order, paths[3], paths[4])
-    _plot_profile(metrics.performance_profile(runs, "normalised_regret", n_boot=n_boot), order, paths[5])
+    _plot_profile(runs, order, n_boot, paths[5])
     return paths
