@@ -1,4 +1,4 @@
-"""``tune-risk generate``: the dataset generator's command line (JAX-free until the command runs).
+"""``tune-risk generate`` and ``tune-risk prewarm``: rl_tasks' command lines (JAX-free until a command runs).
 
 ``tune_risk.cli`` calls :func:`register` to add the subcommand; ``python -m rl_tasks.cli generate ...`` runs it
 on its own. Example::
@@ -104,10 +104,35 @@ def _after(argv: list[str], word: str) -> list[str]:
     return argv[argv.index(word) + 1:] if word in argv else argv
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``generate`` subcommand to an ``argparse`` subparsers object; returns its parser.
+def add_prewarm_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``prewarm`` options to a parser (the budgets are the live trainable's arguments)."""
+    parser.add_argument("--algo", required=True, choices=ALGORITHMS, help="RL algorithm")
+    parser.add_argument("--env", required=True, help="environment (as for generate)")
+    parser.add_argument("--steps", type=_count(1), required=True, help="total_timesteps of the live trainable")
+    parser.add_argument("--eval-every", type=_count(1), required=True, help="eval_every of the live trainable")
+    parser.add_argument("--eval-episodes", type=_count(1), default=128,
+                        help="eval_episodes of the live trainable (default 128, as make_trainable)")
+    parser.add_argument("--cache", required=True,
+                        help="JAX's persistent compilation cache directory the workers are given")
 
-    The parser's default ``func`` is :func:`run_generate` (call ``args.func(args)``).
+
+def run_prewarm(args: argparse.Namespace) -> int:
+    """Compile every static shape of the task's search space into ``--cache``; print one line per shape."""
+    check_task(args.algo, args.env)  # a bad task fails before JAX loads
+    from rl_tasks.prewarm import prewarm  # noqa: PLC0415 - loads JAX
+
+    shapes = prewarm(args.algo, args.env, args.steps, args.eval_every, args.eval_episodes, args.cache)
+    for shape in shapes:
+        print(f"compiled {shape.seconds:6.1f} s  {shape.static}")
+    print(f"{len(shapes)} static shape(s) of {args.algo} {args.env} in {args.cache}")
+    return 0
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``generate`` and ``prewarm`` subcommands to an ``argparse`` subparsers object; returns the
+    ``generate`` parser.
+
+    Each parser's default ``func`` runs its command (call ``args.func(args)``).
     """
     parser = subparsers.add_parser(
         "generate", help="generate an offline table of RL returns (configurations x seeds)",
@@ -115,16 +140,23 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     add_generate_arguments(parser)
     parser.set_defaults(func=run_generate)
+    warm = subparsers.add_parser(
+        "prewarm", help="compile every static shape of a task's search space into a JAX cache directory",
+        description="Pre-warm JAX's persistent compilation cache for a live search (rl_tasks.prewarm): the "
+                    "workers then load each program instead of compiling it.",
+    )
+    add_prewarm_arguments(warm)
+    warm.set_defaults(func=run_prewarm)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rl_tasks.cli generate ...``."""
+    """``python -m rl_tasks.cli generate|prewarm ...``."""
     parser = argparse.ArgumentParser(prog="python -m rl_tasks.cli")
     register(parser.add_subparsers(dest="command", required=True))
     argv = list(argv) if argv is not None else sys.argv[1:]
     args = parser.parse_args(argv)
-    args.argv = _after(argv, "generate")
+    args.argv = _after(argv, args.command)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     return args.func(args)
 

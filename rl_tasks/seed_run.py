@@ -15,6 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def chunk_lengths(iteration_steps: int, n_iterations: int, eval_every: int) -> tuple[int, ...]:
+    """Training iterations per chunk that a run uses: the regular chunk and, if the budget is not a multiple of
+    it, the shorter last one. Each length is a separately compiled ``advance`` program (``n`` is static)."""
+    chunk = max(1, round(eval_every / iteration_steps))
+    if chunk >= n_iterations:
+        return (n_iterations,)
+    last = n_iterations % chunk
+    return (chunk, last) if last else (chunk,)
+
+
 @dataclass(frozen=True)
 class Chunk:
     """The outcome of one training chunk.
@@ -60,7 +70,7 @@ class SeedRun:
         self._program, self._traced = prepare(algo, env, config, total_timesteps, eval_episodes)
         key_train, self._key_eval = jax.random.split(jax.random.PRNGKey(int(seed)))
         self._state = self._program.init(self._traced, key_train)
-        self._chunk = max(1, round(eval_every / self._program.iteration_steps))
+        self._chunk = chunk_lengths(self._program.iteration_steps, self._program.n_iterations, eval_every)[0]
         self._done = 0
         self._evaluations = 0
 
