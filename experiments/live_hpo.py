@@ -9,7 +9,12 @@ worker seconds inside trials (and up to each trial's first report, where program
 median per-replicate start-up (trial start to its first training chunk: imports, tracing, compiling
 or loading programs, waiting for a pool worker; the ``startup_s`` metric), the worker processes
 started (distinct PIDs of Tune trial actors and training processes, pool workers included), wall
-time, and the re-evaluated MV; then the ratio of compute. A method may have its own budget:
+time, and the re-evaluated MV of the recommended configuration; then the ratio of compute. Every
+configuration a method recommended during its search (tracked after each finished replicate) is
+re-evaluated as well, giving the wall time and environment steps after which the method's recommendation
+first reaches the reference method's (the last method's) final MV, as a fraction of the reference's wall
+time and steps. ``--search-seeds N`` repeats every method with searcher seeds ``seed .. seed+N-1``; the
+table shows means over them (medians for start-up). A method may have its own budget:
 ``--methods erahbo@30,rahbo-k20``.
 
 ``--pool`` trains on a warm ``rl_tasks.WorkerPool`` (one per method, ``--workers`` workers, created
@@ -67,17 +72,37 @@ def searcher_for(method: str, seed: int) -> RiskAwareSearch:
     raise ValueError(f"unknown method {method!r}; use erahbo or rahbo-k<k>")
 
 
-def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
+class RecommendationTrace(tune.Callback):
+    """Driver side: after every finished replicate, the searcher's recommendation (argmax LCB^MV), with the
+    wall seconds since the method started and the environment steps trained so far (cancelled replicates'
+    steps included). Only changes of the recommendation are kept."""
+
+    def __init__(self, searcher: RiskAwareSearch, started: float) -> None:
+        self.searcher, self.started = searcher, started
+        self.steps: dict[str, int] = {}
+        self.trace: list[tuple[float, int, dict]] = []
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        self.steps[trial.trial_id] = int(result.get("timesteps", 0) or 0)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        config = self.searcher.best_config
+        if config is not None and (not self.trace or self.trace[-1][2] != config):
+            self.trace.append((time.perf_counter() - self.started, sum(self.steps.values()), config))
+
+
+def tune_method(method: str, space: dict, args: argparse.Namespace, seed: int) -> dict:
     name, budget = parse_method(method, args.budget)
     started = time.perf_counter()  # a pool's creation counts: it is part of the method's cost
     trainable, cache, pool = make_method_trainable(args, method)
-    searcher = searcher_for(name, args.seed)
+    searcher = searcher_for(name, seed)
+    trace = RecommendationTrace(searcher, started)
     results = tune.Tuner(
         trainable, param_space=space,
         tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), metric="return",
                                     mode="max", num_samples=budget, max_concurrent_trials=args.workers,
                                     reuse_actors=True),
-        run_config=tune.RunConfig(verbose=0, name=f"live-{method.replace('@', '-b')}"),
+        run_config=tune.RunConfig(verbose=0, name=f"live-{method.replace('@', '-b')}-s{seed}", callbacks=[trace]),
     ).fit()
     wall = time.perf_counter() - started
     processes = process_ids(results) | set(pool.worker_pids() if pool else ())
@@ -89,7 +114,8 @@ def tune_method(method: str, space: dict, args: argparse.Namespace) -> dict:
     if searcher.best_config is None:
         raise SystemExit(f"{method}: no configuration completed within budget {budget}; raise --budget")
     counts = searcher.engine.counts()
-    return {"method": method, "budget": budget, "best": searcher.best_config, "wall": wall, "steps": steps,
+    return {"method": method, "seed": seed, "budget": budget, "best": searcher.best_config, "trace": trace.trace,
+            "wall": wall, "steps": steps,
             "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"],
             "configs": len(searcher.engine.records), "programs": count_programs(cache),
             "startup_median": float(np.median(startups)) if startups else float("nan"), "startup_total": sum(startups),
@@ -133,15 +159,22 @@ def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callab
     return trainable, cache, None
 
 
-def reevaluate(best: dict, trainable, args: argparse.Namespace) -> np.ndarray:
-    """Final returns of ``best`` on fresh seeds (a grid of seeds through Tune)."""
-    config = {**best, "seed": tune.grid_search([FRESH_SEED_OFFSET + i for i in range(args.eval_seeds)])}
+def reevaluate(configs: list[dict], trainable, args: argparse.Namespace) -> list[np.ndarray]:
+    """Final returns of every configuration on the same fresh seeds, all in one Tune run (a grid over
+    configuration index x seed; each hyperparameter is looked up from the index)."""
+    names = sorted(set().union(*configs))
+    space = {"config_index": tune.grid_search(list(range(len(configs)))),
+             "seed": tune.grid_search([FRESH_SEED_OFFSET + i for i in range(args.eval_seeds)]),
+             **{n: tune.sample_from(lambda spec, n=n: configs[spec.config.config_index][n]) for n in names}}
     results = tune.Tuner(
-        trainable, param_space=config,
+        trainable, param_space=space,
         tune_config=tune.TuneConfig(metric="return", mode="max", max_concurrent_trials=args.workers, reuse_actors=True),
-        run_config=tune.RunConfig(verbose=0),
+        run_config=tune.RunConfig(verbose=0, name="live-reevaluation"),
     ).fit()
-    return np.array([r.metrics["return"] for r in results])
+    returns: list[list[float]] = [[] for _ in configs]
+    for result in results:
+        returns[int(result.config["config_index"])].append(float(result.metrics["return"]))
+    return [np.array(r) for r in returns]
 
 
 def main() -> None:
@@ -155,7 +188,9 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=32)
     parser.add_argument("--eval-seeds", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the first search seed")
+    parser.add_argument("--search-seeds", type=int, default=1,
+                        help="search seeds per method (seed, seed+1, ...); the table averages over them")
     parser.add_argument("--address", default=None, help="Ray address ('auto' on a cluster); default: local")
     parser.add_argument("--gpus-per-trial", type=float, default=0.0,
                         help="GPU fraction per trial (0: CPU trials); Ray hides GPUs from trials that request none")
@@ -172,33 +207,86 @@ def main() -> None:
     space = rl_tasks.get_space(args.algo, args.env)
     if args.quick:
         space["minibatch_size"] = 256  # one program shape: start-up, not compiling new shapes, is measured
-    rows = [tune_method(m.strip(), space, args) for m in args.methods.split(",")]
+    seeds = [args.seed + i for i in range(args.search_seeds)]
+    methods = [m.strip() for m in args.methods.split(",")]
+    rows = [tune_method(m, space, args, seed) for seed in seeds for m in methods]
+    mv = reevaluated_mv(rows, args)
+    report(rows, mv, methods, seeds, args)
+
+
+def config_key(config: dict) -> str:
+    return repr(sorted(config.items()))
+
+
+def reevaluated_mv(rows: list[dict], args: argparse.Namespace) -> dict[str, tuple[float, float, float]]:
+    """Every configuration a method recommended at some point (its final one included) re-trained on the same
+    ``--eval-seeds`` fresh seeds: ``{config key: (mean return, std, MV)}``, the MV on one warp fitted to all
+    re-evaluation returns, so that configurations and methods are comparable."""
+    configs = {config_key(c): c for row in rows for c in [row["best"], *(entry[2] for entry in row["trace"])]}
     evaluator, _, pool = make_method_trainable(args, "reevaluation")
-    returns = [reevaluate(row["best"], evaluator, args) for row in rows]
+    returns = dict(zip(configs, reevaluate(list(configs.values()), evaluator, args), strict=True))
     if pool:
         pool.shutdown()
-    warped = np.split(warp_values(np.concatenate(returns)), np.cumsum([len(r) for r in returns])[:-1])
+    keys = list(returns)
+    warped = np.split(warp_values(np.concatenate([returns[k] for k in keys])),
+                      np.cumsum([len(returns[k]) for k in keys])[:-1])
+    return {k: (float(returns[k].mean()), float(returns[k].std(ddof=1)), float(w.mean() - w.var(ddof=1)))
+            for k, w in zip(keys, warped, strict=True)}
+
+
+def time_to_reach(row: dict, target: float, mv: dict) -> tuple[float, float]:
+    """Wall seconds and environment steps after which ``row``'s recommendation first has a re-evaluated MV of at
+    least ``target`` (``inf`` if never)."""
+    for wall, steps, config in row["trace"]:
+        if mv[config_key(config)][2] >= target:
+            return wall, steps
+    final = mv[config_key(row["best"])][2]
+    return (row["wall"], row["steps"]) if final >= target else (float("inf"), float("inf"))
+
+
+def report(rows: list[dict], mv: dict, methods: list[str], seeds: list[int], args: argparse.Namespace) -> None:
+    """Per method, over the search seeds: the run's costs, the recommendation's re-evaluated quality, and the
+    wall time and steps at which it first reaches the reference method's (the last one's) final MV."""
     print(f"\n{args.algo} on {args.env}, {args.steps} steps per replicate, default budget {args.budget} replicates, "
-          f"{args.workers} workers{' (warm pool)' if args.pool else ''}; chosen configurations re-trained on "
-          f"{args.eval_seeds} fresh seeds\n")
+          f"{args.workers} workers{' (warm pool)' if args.pool else ''}, search seeds {seeds}; recommended "
+          f"configurations re-trained on {args.eval_seeds} fresh seeds (means over search seeds)\n")
     print("| method | budget | configurations | completed | cancelled | env steps trained | compiled programs "
           "| trial s (to first report) | start-up s: median (total) | worker processes | wall (s) | mean return | std "
-          "| MV (warped) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for row, raw, w in zip(rows, returns, warped, strict=True):
-        mv = w.mean() - w.var(ddof=1)
-        programs = "n/a" if row["programs"] is None else row["programs"]
-        print(f"| {row['method']} | {row['budget']} | {row['configs']} | {row['completed']:.0f} | {row['cancelled']:.0f} "
-              f"| {row['steps']:,} | {programs} | {row['trial_s']:.0f} ({row['first_report_s']:.0f}) | "
-              f"{row['startup_median']:.2f} ({row['startup_total']:.0f}) | {row['processes']} | {row['wall']:.0f} | {raw.mean():.1f} | "
-              f"{raw.std(ddof=1):.1f} | {mv:.4f} |")
-    reference = rows[-1]
-    for row in rows[:-1]:
-        print(f"\ncompute ratio {row['method']} / {reference['method']}: {row['steps'] / reference['steps']:.2f} "
-              f"(environment steps), {row['wall'] / reference['wall']:.2f} (wall time)")
-    first = rows[0]
-    print(f"startup_median_s={first['startup_median']:.2f} worker_starts={first['processes']} workers={args.workers} "
-          f"wall_ratio={first['wall'] / reference['wall']:.2f}")
+          "| MV (warped) | reaches reference MV: wall, steps (fraction of the reference's; runs reaching) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    by = {(row["method"], row["seed"]): row for row in rows}
+    reference = methods[-1]
+    summary = {}
+    for method in methods:
+        runs = [by[(method, s)] for s in seeds]
+        quality = np.array([mv[config_key(r["best"])] for r in runs])
+        fractions = []
+        for r in runs:
+            ref = by[(reference, r["seed"])]
+            wall, steps = time_to_reach(r, mv[config_key(ref["best"])][2], mv)
+            fractions.append((wall / ref["wall"], steps / ref["steps"]))
+        reached = [f for f in fractions if np.isfinite(f[0])]
+        reach = (f"{np.mean([f[0] for f in reached]):.2f}, {np.mean([f[1] for f in reached]):.2f} ({len(reached)}/"
+                 f"{len(runs)})" if reached else f"never (0/{len(runs)})")
+        mean = {k: float(np.mean([r[k] for r in runs])) for k in ("configs", "completed", "cancelled", "steps",
+                                                                  "trial_s", "first_report_s", "startup_total",
+                                                                  "processes", "wall")}
+        startup = float(np.median([r["startup_median"] for r in runs]))
+        programs = "n/a" if runs[0]["programs"] is None else f"{np.mean([r['programs'] for r in runs]):.0f}"
+        print(f"| {method} | {runs[0]['budget']} | {mean['configs']:.0f} | {mean['completed']:.0f} | "
+              f"{mean['cancelled']:.1f} | {mean['steps']:,.0f} | {programs} | {mean['trial_s']:.0f} "
+              f"({mean['first_report_s']:.0f}) | {startup:.2f} ({mean['startup_total']:.0f}) | {mean['processes']:.1f} "
+              f"| {mean['wall']:.0f} | {quality[:, 0].mean():.1f} | {quality[:, 1].mean():.1f} | {quality[:, 2].mean():.4f} "
+              f"| {reach} |")
+        summary[method] = {"wall": mean["wall"], "steps": mean["steps"], "startup": startup,
+                           "processes": mean["processes"]}
+    ref = summary[reference]
+    for method in methods[:-1]:
+        print(f"\ncompute ratio {method} / {reference}: {summary[method]['steps'] / ref['steps']:.2f} "
+              f"(environment steps), {summary[method]['wall'] / ref['wall']:.2f} (wall time)")
+    first = summary[methods[0]]
+    print(f"startup_median_s={first['startup']:.2f} worker_starts={first['processes']:.0f} workers={args.workers} "
+          f"wall_ratio={first['wall'] / ref['wall']:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,30 @@
+"""experiments/live_hpo.py's bookkeeping: when a method's recommendation first reaches a target MV."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "experiments" / "live_hpo.py"
+
+
+def _live_hpo():
+    spec = importlib.util.spec_from_file_location("live_hpo", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_time_to_reach_is_the_first_recommendation_at_or_above_the_target() -> None:
+    live = _live_hpo()
+    a, b, c = {"lr": 0.1}, {"lr": 0.2}, {"lr": 0.3}
+    mv = {live.config_key(a): (0, 0, -0.3), live.config_key(b): (0, 0, 0.1), live.config_key(c): (0, 0, 0.2)}
+    row = {"trace": [(5.0, 100, a), (9.0, 300, b), (20.0, 900, c)], "best": c, "wall": 30.0, "steps": 1000}
+    assert live.time_to_reach(row, 0.1, mv) == (9.0, 300)   # b reaches 0.1 exactly
+    assert live.time_to_reach(row, 0.15, mv) == (20.0, 900)
+    assert live.time_to_reach(row, -1.0, mv) == (5.0, 100)
+    never = live.time_to_reach(row, 0.5, mv)
+    assert all(math.isinf(v) for v in never)
+    # a recommendation that appears only at the end (no trace entry) counts at the run's end
+    assert live.time_to_reach({**row, "trace": [(5.0, 100, a)]}, 0.15, mv) == (30.0, 1000)
