@@ -9,6 +9,8 @@ Public entry points:
 * :func:`make_trainable` (``rl_tasks.trainable``): a Ray Tune function trainable, one seed per trial.
 * :class:`WorkerPool` (``rl_tasks.pool``) and :func:`make_pooled_trainable`: warm training workers shared by
   thin trials, so that no trial pays JAX's start-up.
+* :func:`rl_tasks.prewarm.prewarm` (``tune-risk prewarm``): compile every static shape of a search space into
+  the persistent compilation cache the workers share, before a search.
 * :func:`get_space`, :func:`space_name`, :func:`default_config` (``rl_tasks.spaces``): ARLBench spaces.
 * :func:`generate_table` (``rl_tasks.generate``): configurations x seeds tables, ARLBench long format.
 * :func:`tasks`: the supported (algorithm, environment) pairs.
