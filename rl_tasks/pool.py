@@ -28,6 +28,8 @@ Failures:
   that run's state and stays in the pool;
 * a worker that dies (``ray.kill``, a crash, its node lost) makes the trial's current call raise
   ``PoolWorkerLost``; the release reports it broken and the manager replaces it with a fresh worker;
+* the manager runs on the driver's node (the pool lives as long as its driver), so losing any other
+  node costs only the workers placed there; their replacements go wherever Ray finds a free slot;
 * a lease whose trial process died without running its ``finally`` (Tune kills trial actors, and a
   stopped actor may exit before its training thread finished) is reclaimed: each lease carries a token
   object owned by the trial's process, and when no worker is free the manager checks the tokens; Ray
@@ -47,6 +49,7 @@ from typing import Any
 
 import ray
 from ray.exceptions import ObjectLostError, RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rl_tasks.seed_run import Chunk
 
@@ -100,8 +103,11 @@ class WorkerPool:
         self._name = f"rl_tasks_pool_{uuid.uuid4().hex[:12]}"
         self._namespace = ray.get_runtime_context().namespace
         options = {"num_cpus": cpus_per_worker - TRIAL_CPUS, "num_gpus": gpus_per_worker, "max_restarts": 0}
+        # On the driver's node: Ray would place a CPU-less actor on any node, and a lost node would take the
+        # whole pool with it; the driver's node ends the run anyway.
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self._manager = ray.remote(_PoolManager).options(
-            name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
+            name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000, scheduling_strategy=here,
         ).remote(workers, options, compilation_cache_dir, owner_check_s)
 
     @property
