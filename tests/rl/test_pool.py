@@ -170,3 +170,35 @@ def test_a_killed_worker_fails_its_trial_and_is_replaced(pool) -> None:
     assert len(trainers) == 2 and killed[0] not in trainers
     assert pool.workers_started() == started + 1
     assert trainers - set(handles), "no replicate ran on the replacement worker"
+
+
+def test_a_worker_that_dies_while_free_costs_no_replicate(pool) -> None:
+    import ray
+    from ray import tune
+
+    first = pool.workers()[0]  # no lease is out: the front of the free list, which the next lease takes
+    killed = ray.get(first.warm.remote())
+    started = pool.workers_started()
+    ray.kill(first)
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": tune.grid_search([0])}, max_concurrent_trials=1)
+    # The dead worker is replaced (when Ray reports its death, or when the trial finds it dead before its
+    # replicate started there) and the trial trains on a live one instead of failing.
+    assert not results.errors, results.errors
+    assert results[0].metrics["final"] and int(results[0].metrics["worker_pid"]) != killed
+    assert pool.workers_started() == started + 1
+    pids = pool.worker_pids()  # waits for the replacement's warm-up
+    assert len(pids) == pool.size and killed not in pids
+
+
+def test_a_trainable_on_a_pool_that_is_gone_says_how_to_restore(pool) -> None:
+    import pickle
+
+    from rl_tasks import WorkerPool
+
+    # What a restored experiment unpickles: the old driver's pool, whose manager no longer exists.
+    state = pickle.loads(pickle.dumps(pool)).__getstate__()
+    stale = object.__new__(WorkerPool)
+    stale.__dict__.update({**state, "_name": state["_name"] + "_gone"})
+    with pytest.raises(RuntimeError, match=r"is not running .* trainable=make_pooled_trainable\(<a new WorkerPool>"):
+        stale.lease()
