@@ -145,6 +145,19 @@ def kill_in_copy(proc: subprocess.Popen, control: Path, tear: dict, timeout: flo
     return torn
 
 
+def snapshot_finished(experiment: Path) -> int:
+    """Finished trials (TERMINATED or ERROR) in the newest ``experiment_state`` file in storage (0 while
+    there is none or a copy of it is under way)."""
+    from tune_risk.restore import read_experiment_state
+
+    files = sorted(experiment.glob("experiment_state-*.json"), key=lambda path: path.stat().st_mtime)
+    try:
+        _, trials = read_experiment_state(files[-1].read_bytes()) if files else ("", {})
+    except (ValueError, KeyError, TypeError, OSError):
+        return 0
+    return sum(status in ("TERMINATED", "ERROR") for status in trials.values())
+
+
 @dataclass
 class DriverRun:
     mode: str
@@ -187,11 +200,12 @@ def driver_env(checkpoint_period: str | None) -> dict[str, str]:
 def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *, workers: int = 2, budget: int = BUDGET,
                trial_sleep: float = 0.0, checkpoint_period: str | None = None, timeout: float = 300.0,
                tear: dict | None = None, tearable: bool = False, restore_with: str = "tune_risk",
-               driver: Path = DRIVER) -> DriverRun:
+               driver: Path = DRIVER, snapshot_holds: int = 0) -> DriverRun:
     """Run ``tune_driver.py mode`` (or ``driver``, a script with the same command line: ``pool_driver.py``);
-    SIGKILL it once ``kill_after`` more trials have been logged: inside the next copy of a snapshot file
-    when ``tear`` is given (``kill_in_copy``; needs ``tearable``: the driver then runs on ``tear_fs``), else
-    once no copy is under way."""
+    SIGKILL it once ``kill_after`` more trials have been logged and Tune's snapshot in storage lists at
+    least ``snapshot_holds`` finished trials (fast trials may all finish between two snapshots: then the
+    restore keeps none): inside the next copy of a snapshot file when ``tear`` is given (``kill_in_copy``;
+    needs ``tearable``: the driver then runs on ``tear_fs``), else once no copy is under way."""
     log, out = workdir / "completions.jsonl", workdir / "final.json"
     before = len(read_log(log))
     Path(f"{log}.staging").unlink(missing_ok=True)
@@ -209,7 +223,8 @@ def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *,
     try:
         deadline = started + timeout
         while proc.poll() is None and time.monotonic() < deadline:
-            if kill_after is not None and len(read_log(log)) - before >= kill_after:
+            if (kill_after is not None and len(read_log(log)) - before >= kill_after
+                    and snapshot_finished(workdir / "storage" / NAME) >= snapshot_holds):
                 if tear is not None:
                     torn = kill_in_copy(proc, workdir / "tear", tear)
                     killed = torn is not None
@@ -236,7 +251,7 @@ def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *,
 def kill_chain(workdir: Path, table: Path, kill_points: list[int], *, workers: int = 2, budget: int = BUDGET,
                trial_sleep: float = 0.0, checkpoint_period: str | None = None, timeout: float = 300.0,
                tears: list[dict | None] | None = None, restore_with: str | None = None,
-               driver: Path = DRIVER) -> Chain:
+               driver: Path = DRIVER, snapshot_holds: int = 0) -> Chain:
     """Fresh driver, SIGKILLed after ``kill_points[0]`` logged trials; each restore SIGKILLed after
     ``kill_points[i]`` more (inside a snapshot copy where ``tears[i]`` is given, see ``run_driver``);
     a last restore runs to the end. Restores use ``restore_tuner``, or plain ``tune.Tuner.restore``
@@ -251,7 +266,7 @@ def kill_chain(workdir: Path, table: Path, kill_points: list[int], *, workers: i
         run = run_driver(mode, workdir, table, point, workers=workers, budget=budget, trial_sleep=trial_sleep,
                          checkpoint_period=checkpoint_period, timeout=timeout,
                          tear=tears[i] if i < len(tears) else None, tearable=tearable, restore_with=restore_with,
-                         driver=driver)
+                         driver=driver, snapshot_holds=snapshot_holds)
         chain.runs.append(run)
         if not run.killed:
             if run.returncode != 0:
