@@ -28,7 +28,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
-# The long reliability run (tests/reliability, ~25 min on 2 busy CPUs): 30 seeded SIGKILLs of a Tune driver
+# The long reliability run (tests/reliability, ~35 min on 2 busy CPUs): 30 seeded SIGKILLs of a Tune driver
 # + restore_tuner (10 inside a snapshot copy), a worker node killed on a 3-node local Ray cluster, 200 fuzzed tell sequences.
 soak: $(STAMP)
 	RELIABILITY_SOAK=1 TELL_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s tests/reliability -k "soak or noise_never"

@@ -26,12 +26,30 @@ Failures:
 
 * an exception in a replicate (in ``start`` or ``advance``) fails that trial only; the worker drops
   that run's state and stays in the pool;
-* a worker that dies (``ray.kill``, a crash, its node lost) makes the trial's current call raise
-  ``PoolWorkerLost``; the release reports it broken and the manager replaces it with a fresh worker;
+* a worker that dies (``ray.kill``, a crash, its node lost) while it trains a replicate makes the trial's
+  current call raise ``PoolWorkerLost``: the replicate fails through the searcher's failure policy (Tune's
+  ``FailureConfig(max_failures=N)`` re-runs it, else ``RiskAwareSearch`` counts a failed replicate and
+  retries the slot with a fresh seed); the release reports the worker broken and the manager replaces it;
+* a worker that dies while free is replaced as soon as Ray reports its death (each worker answers a
+  ``watch`` call only by dying); one that dies between its lease and the start of the replicate is
+  replaced and another worker leased (``start_replicate``): no replicate fails for a worker it never ran on;
+* the manager runs on the driver's node (the pool lives as long as its driver), so losing any other
+  node costs only the workers placed there; their replacements go wherever Ray finds a free slot;
 * a lease whose trial process died without running its ``finally`` (Tune kills trial actors, and a
   stopped actor may exit before its training thread finished) is reclaimed: each lease carries a token
   object owned by the trial's process, and when no worker is free the manager checks the tokens; Ray
   reports a dead owner's objects as lost (``OwnerDiedError``, within about a second).
+
+Restoring a run (``tune_risk.restore_tuner`` or ``Tuner.restore``): a pool ends with its driver, and a
+trainable pickled into the experiment names the dead driver's pool, so build a new pool in the new driver
+and pass a trainable made on it (same task and budgets)::
+
+    pool = WorkerPool(workers=2, compilation_cache_dir=cache)
+    tuner = restore_tuner(path, trainable=make_pooled_trainable(pool, "ppo", "CartPole-v1", 100_000, 20_000))
+    tuner.fit()
+
+Trials restored from the snapshot and replicates re-run after the restore then train on the new pool (a
+leftover trainable naming an old pool fails every trial with a ``RuntimeError`` that says so).
 """
 
 from __future__ import annotations
@@ -40,6 +58,7 @@ import asyncio
 import itertools
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +66,7 @@ from typing import Any
 
 import ray
 from ray.exceptions import ObjectLostError, RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rl_tasks.seed_run import Chunk
 
@@ -100,8 +120,11 @@ class WorkerPool:
         self._name = f"rl_tasks_pool_{uuid.uuid4().hex[:12]}"
         self._namespace = ray.get_runtime_context().namespace
         options = {"num_cpus": cpus_per_worker - TRIAL_CPUS, "num_gpus": gpus_per_worker, "max_restarts": 0}
+        # On the driver's node: Ray would place a CPU-less actor on any node, and a lost node would take the
+        # whole pool with it; the driver's node ends the run anyway.
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self._manager = ray.remote(_PoolManager).options(
-            name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
+            name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000, scheduling_strategy=here,
         ).remote(workers, options, compilation_cache_dir, owner_check_s)
 
     @property
@@ -119,6 +142,31 @@ class WorkerPool:
         token = ray.put(None)  # owned by this process: its loss tells the manager this lessee died
         lease_id, worker = ray.get(self._handle().lease.remote([token]))
         return Lease(self._handle(), lease_id, worker, token)
+
+    def start_replicate(self, algo: str, env: str, config: Mapping[str, Any], seed: int, total_timesteps: int,
+                        eval_every: int, eval_episodes: int) -> tuple[Lease, int]:
+        """Lease a worker and ``start`` the replicate there: the lease and the worker's pid.
+
+        A worker found dead before the replicate started on it (it died while free, before the manager
+        heard of it) is replaced and another one leased, up to ``size + 1`` times: nothing of the replicate
+        ran there. The caller ``release``s the lease in a ``finally``.
+
+        Raises:
+            PoolWorkerLost: every worker tried was dead; the replicate's own errors as ``Lease.start``.
+        """
+        for attempt in itertools.count(1):
+            lease = self.lease()
+            try:
+                return lease, lease.start(algo, env, config, seed, total_timesteps, eval_every, eval_episodes)
+            except PoolWorkerLost:
+                lease.release()
+                if attempt > self._size:
+                    raise
+                logger.warning("pool worker found dead before replicate (seed %s) started on it; leasing another", seed)
+            except BaseException:
+                lease.release()
+                raise
+        raise AssertionError("unreachable")
 
     def worker_pids(self) -> list[int]:
         """Process ids of the current workers (waits until they are up)."""
@@ -155,7 +203,14 @@ class WorkerPool:
 
     def _handle(self) -> Any:
         if self._manager is None:
-            self._manager = ray.get_actor(self._name, namespace=self._namespace)
+            try:
+                self._manager = ray.get_actor(self._name, namespace=self._namespace)
+            except ValueError as err:
+                raise RuntimeError(
+                    f"rl_tasks.WorkerPool {self._name!r} is not running (it was shut down, or its driver ended): "
+                    "after tune_risk.restore_tuner / Tuner.restore pass trainable=make_pooled_trainable(<a new "
+                    "WorkerPool>, ...)"
+                ) from err
         return self._manager
 
 
@@ -203,12 +258,15 @@ class Lease:
             raise PoolWorkerLost(f"pool worker died during {method}() of lease {self._id}: {err}") from err
 
 
-@dataclass
+@dataclass(eq=False)
 class _Slot:
-    """A worker actor and the future of its process id (from its warm-up)."""
+    """A worker actor, the future of its process id (from its warm-up) and of its ``watch`` call (which only
+    its death answers)."""
 
     worker: Any
     pid: Any
+    watch: Any
+    dead: bool = False
 
 
 @dataclass
@@ -224,14 +282,16 @@ class _PoolManager:
 
     def __init__(self, size: int, worker_options: dict, compilation_cache_dir: str | None,
                  owner_check_s: float) -> None:
-        self._worker_class = ray.remote(_PoolWorker).options(**worker_options)
+        self._worker_class = ray.remote(concurrency_groups={"watch": 1})(_PoolWorker).options(**worker_options)
         self._cache_dir = compilation_cache_dir
         self._owner_check_s = owner_check_s
         self._ids = itertools.count()
         self._started = 0
-        self._free = [self._new_slot() for _ in range(size)]
+        self._closed = False
+        self._watchers: set[asyncio.Task] = set()
         self._held: dict[int, _Held] = {}
         self._released: asyncio.Event | None = None
+        self._free = [self._new_slot() for _ in range(size)]  # an async actor's __init__ runs in its event loop
 
     async def lease(self, token_box: list) -> tuple[int, Any]:
         released = self._event()
@@ -255,7 +315,14 @@ class _PoolManager:
         self._give_back(held.slot, broken)
 
     async def pids(self) -> list[int]:
-        return list(await asyncio.gather(*(slot.pid for slot in self._slots())))
+        while True:  # a worker that dies before its warm-up answers is replaced: ask the new set again
+            pids = await asyncio.gather(*(slot.pid for slot in self._slots()), return_exceptions=True)
+            errors = [pid for pid in pids if isinstance(pid, BaseException)]
+            if not errors:
+                return list(pids)
+            if not all(isinstance(error, RayActorError) for error in errors):
+                raise errors[0]  # a warm-up that failed (e.g. JAX does not import) is no death
+            await asyncio.sleep(0.1)
 
     async def workers(self) -> list[Any]:
         return [slot.worker for slot in self._slots()]
@@ -267,6 +334,9 @@ class _PoolManager:
         return self._started
 
     async def shutdown(self) -> None:
+        self._closed = True
+        for task in self._watchers:
+            task.cancel()
         for slot in self._slots():
             ray.kill(slot.worker)
         self._free, self._held = [], {}
@@ -283,10 +353,27 @@ class _PoolManager:
     def _new_slot(self) -> _Slot:
         worker = self._worker_class.remote(self._cache_dir)
         self._started += 1
-        return _Slot(worker, worker.warm.remote())
+        slot = _Slot(worker, worker.warm.remote(), worker.watch.remote())
+        task = asyncio.get_running_loop().create_task(self._watch(slot))
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+        return slot
+
+    async def _watch(self, slot: _Slot) -> None:
+        """Wait for the worker's death; replace it at once if it was free (a leased one at its release)."""
+        try:
+            await slot.watch
+        except Exception:  # noqa: BLE001 - RayActorError and kin: the worker is gone
+            pass
+        slot.dead = True
+        if self._closed or slot not in self._free:
+            return  # leased: its lessee's call fails, or the lease is reclaimed; either replaces it
+        logger.warning("pool worker died while free; replacing it")
+        self._free.remove(slot)
+        self._give_back(slot, broken=True)
 
     def _give_back(self, slot: _Slot, broken: bool) -> None:
-        if broken:
+        if broken or slot.dead:
             ray.kill(slot.worker)  # in case it is alive but unreachable
             slot = self._new_slot()
         self._free.append(slot)
@@ -352,3 +439,8 @@ class _PoolWorker:
     def drop(self, lease_id: int) -> None:
         if self._lease == lease_id:
             self._run = None
+
+    @ray.method(concurrency_group="watch")
+    def watch(self) -> None:
+        """Never returns: the manager learns of this worker's death from this call's error."""
+        threading.Event().wait()

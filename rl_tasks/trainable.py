@@ -97,7 +97,8 @@ def make_pooled_trainable(
 
     Same arguments, reports and values as ``make_trainable`` (bit for bit: both run
     ``rl_tasks.seed_run.SeedRun``), except that JAX's compilation cache is the pool's. The trial leases a
-    worker (waiting while none is free), starts the replicate there and reports after each chunk; Tune's STOP
+    worker (waiting while none is free), starts the replicate there (``WorkerPool.start_replicate``: a
+    worker found dead first is replaced and another leased) and reports after each chunk; Tune's STOP
     (raised inside ``tune.report``) ends it at the next chunk and the lease is released in a ``finally``.
     The trial requests ``pool.trial_resources`` (a hundredth of its slot's CPU: the worker holds the rest);
     give Tune ``max_concurrent_trials=pool.size``.
@@ -118,9 +119,8 @@ def make_pooled_trainable(
     def trainable(config: dict[str, Any]) -> None:
         started = time.perf_counter()
         seed = _seed_of(config, seed_key)
-        lease = pool.lease()
+        lease, pid = pool.start_replicate(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
         try:
-            pid = lease.start(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
             startup_s = time.perf_counter() - started
             final = False
             while not final:

@@ -8,7 +8,8 @@ Head (no CPUs: the Tune driver and the searcher) + 2 worker nodes with 1 CPU eac
 it ran on. The initial design opens with a strong incumbent given as ``evaluated_rewards`` (as a
 user resuming from earlier runs would), so that weak live configurations are certified after
 ``k_min`` replicates while the rest of their wave (``launch_policy="all"``) is still pending or
-running: those replicates must be cancelled. Writes ``OUT_DIR/result.json``.
+running: those replicates must be cancelled. Afterwards a ``rl_tasks.WorkerPool`` is started to check
+where its manager runs (the driver's node). Writes ``OUT_DIR/result.json``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def main(out: Path) -> None:
     )
     results = tuner.fit()
     table = searcher.results()
+    # The warm pool's manager is a CPU-less actor, which Ray would place on any node (here: a worker node,
+    # whose loss would end the pool); it must live on the driver's node.
+    pool = rl_tasks.WorkerPool(1)
+    here = ray.get_runtime_context().get_node_id()
+    manager_node = ray.get(pool._handle().__ray_call__.remote(lambda _: ray.get_runtime_context().get_node_id()))
+    pool.shutdown()
     result = {
         "trials": len(results),
         "errors": len(results.errors),
@@ -66,6 +73,7 @@ def main(out: Path) -> None:
         "counts": searcher.engine.counts(),
         "statuses": table.stop_reason.tolist(),
         "cancelled": int(table.cancelled.sum()),
+        "pool_manager_on_driver_node": manager_node == here,
     }
     (out / "result.json").write_text(json.dumps(result))
     ray.shutdown()

@@ -28,3 +28,4 @@ def test_live_ppo_on_a_three_node_cluster(tmp_path):
     assert result["cancelled"] > 0 and "certified" in result["statuses"]  # replicates were cancelled
     counts = result["counts"]
     assert counts["runs_completed"] + counts["runs_cancelled"] + counts["runs_failed"] == counts["runs_launched"] == 14
+    assert result["pool_manager_on_driver_node"]  # a node loss never takes the warm pool's manager

@@ -145,6 +145,19 @@ def kill_in_copy(proc: subprocess.Popen, control: Path, tear: dict, timeout: flo
     return torn
 
 
+def snapshot_finished(experiment: Path) -> int:
+    """Finished trials (TERMINATED or ERROR) in the newest ``experiment_state`` file in storage (0 while
+    there is none or a copy of it is under way)."""
+    from tune_risk.restore import read_experiment_state
+
+    files = sorted(experiment.glob("experiment_state-*.json"), key=lambda path: path.stat().st_mtime)
+    try:
+        _, trials = read_experiment_state(files[-1].read_bytes()) if files else ("", {})
+    except (ValueError, KeyError, TypeError, OSError):
+        return 0
+    return sum(status in ("TERMINATED", "ERROR") for status in trials.values())
+
+
 @dataclass
 class DriverRun:
     mode: str
@@ -186,15 +199,18 @@ def driver_env(checkpoint_period: str | None) -> dict[str, str]:
 
 def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *, workers: int = 2, budget: int = BUDGET,
                trial_sleep: float = 0.0, checkpoint_period: str | None = None, timeout: float = 300.0,
-               tear: dict | None = None, tearable: bool = False, restore_with: str = "tune_risk") -> DriverRun:
-    """Run ``tune_driver.py mode``; SIGKILL it once ``kill_after`` more trials have been logged: inside
-    the next copy of a snapshot file when ``tear`` is given (``kill_in_copy``; needs ``tearable``: the
-    driver then runs on ``tear_fs``), else once no copy is under way."""
+               tear: dict | None = None, tearable: bool = False, restore_with: str = "tune_risk",
+               driver: Path = DRIVER, snapshot_holds: int = 0) -> DriverRun:
+    """Run ``tune_driver.py mode`` (or ``driver``, a script with the same command line: ``pool_driver.py``);
+    SIGKILL it once ``kill_after`` more trials have been logged and Tune's snapshot in storage lists at
+    least ``snapshot_holds`` finished trials (fast trials may all finish between two snapshots: then the
+    restore keeps none): inside the next copy of a snapshot file when ``tear`` is given (``kill_in_copy``;
+    needs ``tearable``: the driver then runs on ``tear_fs``), else once no copy is under way."""
     log, out = workdir / "completions.jsonl", workdir / "final.json"
     before = len(read_log(log))
     Path(f"{log}.staging").unlink(missing_ok=True)
     index = len(list(workdir.glob("driver-*.txt")))
-    command = [sys.executable, str(DRIVER), mode, "--table", str(table), "--storage", str(workdir / "storage"),
+    command = [sys.executable, str(driver), mode, "--table", str(table), "--storage", str(workdir / "storage"),
                "--log", str(log), "--out", str(out), "--workers", str(workers), "--budget", str(budget),
                "--repeat", str(REPEAT), "--trial-sleep", str(trial_sleep), "--restore-with", restore_with]
     if tearable:
@@ -207,7 +223,8 @@ def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *,
     try:
         deadline = started + timeout
         while proc.poll() is None and time.monotonic() < deadline:
-            if kill_after is not None and len(read_log(log)) - before >= kill_after:
+            if (kill_after is not None and len(read_log(log)) - before >= kill_after
+                    and snapshot_finished(workdir / "storage" / NAME) >= snapshot_holds):
                 if tear is not None:
                     torn = kill_in_copy(proc, workdir / "tear", tear)
                     killed = torn is not None
@@ -233,7 +250,8 @@ def run_driver(mode: str, workdir: Path, table: Path, kill_after: int | None, *,
 
 def kill_chain(workdir: Path, table: Path, kill_points: list[int], *, workers: int = 2, budget: int = BUDGET,
                trial_sleep: float = 0.0, checkpoint_period: str | None = None, timeout: float = 300.0,
-               tears: list[dict | None] | None = None, restore_with: str | None = None) -> Chain:
+               tears: list[dict | None] | None = None, restore_with: str | None = None,
+               driver: Path = DRIVER, snapshot_holds: int = 0) -> Chain:
     """Fresh driver, SIGKILLed after ``kill_points[0]`` logged trials; each restore SIGKILLed after
     ``kill_points[i]`` more (inside a snapshot copy where ``tears[i]`` is given, see ``run_driver``);
     a last restore runs to the end. Restores use ``restore_tuner``, or plain ``tune.Tuner.restore``
@@ -247,7 +265,8 @@ def kill_chain(workdir: Path, table: Path, kill_points: list[int], *, workers: i
         mode = "fresh" if i == 0 else "restore"
         run = run_driver(mode, workdir, table, point, workers=workers, budget=budget, trial_sleep=trial_sleep,
                          checkpoint_period=checkpoint_period, timeout=timeout,
-                         tear=tears[i] if i < len(tears) else None, tearable=tearable, restore_with=restore_with)
+                         tear=tears[i] if i < len(tears) else None, tearable=tearable, restore_with=restore_with,
+                         driver=driver, snapshot_holds=snapshot_holds)
         chain.runs.append(run)
         if not run.killed:
             if run.returncode != 0:
@@ -294,12 +313,47 @@ def reference_engine(table: Path, workers: int, budget: int):
     return replay_direct(task, METHOD, REPEAT, budget, workers=workers, **OVERRIDES).engine
 
 
+def drive_searcher(searcher, evaluate, workers: int) -> None:
+    """Run a ``RiskAwareSearch`` to completion without Tune (the uninterrupted reference of a live run).
+
+    Up to ``workers`` suggested replicates are in flight; the oldest finishes first with
+    ``evaluate(config)`` as its final return, a cancelled one (``should_stop``) is reported without a
+    result, as ``ReplicateScheduler`` makes Tune do. In the decision-equivalent mode
+    (``max_active_configs=1``) the order of arrivals does not change the decisions.
+    """
+    from ray.tune.search import Searcher
+
+    searcher.set_search_properties(None, None, {})
+    searcher.set_max_concurrency(workers)
+    running: list[tuple[str, dict]] = []
+    finished = False
+    while True:
+        while not finished and len(running) < workers:
+            trial_id = f"reference_{len(searcher.engine.runs) if searcher.engine else 0:05d}"
+            config = searcher.suggest(trial_id)
+            if config is None or config == Searcher.FINISHED:
+                finished = config == Searcher.FINISHED
+                break
+            running.append((trial_id, config))
+        if not running:
+            assert finished, "the searcher waits for results but no replicate is running"
+            return
+        trial_id, config = running.pop(0)
+        if searcher.should_stop(trial_id):
+            searcher.on_trial_complete(trial_id, None)
+            continue
+        result = {searcher.metric: evaluate(config), "training_iteration": 1}
+        searcher.on_trial_result(trial_id, result)
+        searcher.on_trial_complete(trial_id, result)
+
+
 def decisions(engine) -> list[tuple]:
     return [(r.pool_index, r.n_incorporated, r.status, r.incumbent_lcb) for r in engine.records]
 
 
-def check_chain(chain: Chain, table: Path) -> dict[str, int]:
-    """Assert nothing was lost or counted twice; return the figures of the chain."""
+def check_chain(chain: Chain, table: Path, reference=None) -> dict[str, int]:
+    """Assert nothing was lost or counted twice; return the figures of the chain. ``reference``: the
+    uninterrupted run's engine (default: ``reference_engine``, the direct replay of ``table``)."""
     from tune_risk.engine import Engine
     from tune_risk.records import RunStatus
 
@@ -356,7 +410,8 @@ def check_chain(chain: Chain, table: Path) -> dict[str, int]:
             if completions_of_trial[line["trial_id"]] == 1 and line["trial_id"] in trial_to_run}
 
     # The final result is the uninterrupted run's: same rounds, same k, same stops, same values.
-    reference = reference_engine(table, chain.workers, chain.budget)
+    if reference is None:
+        reference = reference_engine(table, chain.workers, chain.budget)
     assert decisions(engine) == decisions(reference)
     assert [r.incorporated_values() for r in engine.records] == [r.incorporated_values() for r in reference.records]
     assert np.isfinite([v for v in used.values()]).all()
@@ -421,10 +476,11 @@ def make_faulty_trainable(returns: np.ndarray, faults: dict[tuple[int, int], str
 
 # ---------------------------------------------------------------------------------------------- node loss
 def run_node_loss(workdir: Path, table: Path, max_failures: int, *, kill_after: int = 6, budget: int = 16,
-                  timeout: float = 400.0) -> dict[str, Any]:
-    """Run ``node_loss_driver.py`` in its own session (its 3-node cluster dies with it); the final state."""
+                  timeout: float = 400.0, driver: str = "node_loss_driver.py") -> dict[str, Any]:
+    """Run ``node_loss_driver.py`` (or ``driver``: ``pool_node_loss_driver.py``) in its own session (its
+    local cluster dies with it); the final state."""
     workdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(HERE / "node_loss_driver.py"), "--table", str(table), "--workdir", str(workdir),
+    command = [sys.executable, str(HERE / driver), "--table", str(table), "--workdir", str(workdir),
                "--max-failures", str(max_failures), "--kill-after", str(kill_after), "--budget", str(budget)]
     started = time.monotonic()
     with open(workdir / "console.txt", "w") as console:

@@ -8,6 +8,10 @@ subprocess (``node_loss_driver.py``: head without CPUs + 2 workers with 1 CPU ea
   id, same config and seed); nothing is failed and the decisions equal an uninterrupted replay's.
 * ``max_failures=0``: those trials end in ERROR; ``RiskAwareSearch`` counts each as a failed
   replicate (visible in ``results()``), the engine retries the slot with a fresh seed, the run completes.
+* The warm worker pool (``pool_node_loss_driver.py``: live PPO on ``rl_tasks.make_pooled_trainable``, a
+  2-worker ``rl_tasks.WorkerPool`` on two 1-CPU nodes, a spare 2-CPU node): the node of a worker that is
+  training a replicate dies; the pool replaces the worker on the remaining nodes, Tune re-runs the hit
+  trials, and the decisions equal an uninterrupted run's.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 
+import pool_driver
 import pytest
+from pool_driver import BUDGET, REPEAT, WORKERS
 from reliability_support import decisions, reference_engine, run_node_loss, write_table
 
 from tune_risk.engine import Engine
@@ -78,3 +84,37 @@ def test_soak_node_killed_trials_are_failed_replicates(tmp_path):
             assert max(seeds) >= record.n_incorporated  # a seed index was skipped: the failed run's
     print("\nnode loss (max_failures=0):", json.dumps({"failed": len(failed), "trials": len(trials),
                                                        "seconds": round(final["seconds"], 1)}))
+
+
+def test_soak_pool_node_lost_mid_replicate_workers_replaced(tmp_path):
+    pytest.importorskip("jax")
+    pool_driver.share_jax_cache()
+    candidates = pool_driver.write_candidates(tmp_path / "candidates.json")
+    # The uninterrupted run first: it also compiles the program into the cache the pool's workers load.
+    reference = pool_driver.reference_engine(json.loads(candidates.read_text()), BUDGET, REPEAT, WORKERS)
+    final = run_node_loss(tmp_path / "pool", candidates, max_failures=2, kill_after=4, budget=BUDGET,
+                          timeout=900, driver="pool_node_loss_driver.py")
+    killed, dead = final["killed"], final["killed"].get("node_id")
+    assert dead and killed["worker_pids"], "no node holding a pool worker was killed"
+    assert final["manager_node"] == final["driver_node"] != dead  # the pool's manager lives with its driver
+
+    # The search: the hit trials were re-run by Tune and completed; nothing failed, nothing counted twice.
+    engine, trials, trial_to_run = load(final)
+    assert final["n_errors"] == 0, final["errors"]
+    counts = engine.counts()
+    assert counts["runs_failed"] == 0 and counts["runs_in_flight"] == 0 and engine.finished
+    assert set(trials) == set(trial_to_run) and len(trials) == counts["runs_launched"]
+    rerun = [t for t, trial in trials.items() if trial["num_failures"] >= 1]
+    assert killed["training_trial"] in rerun and all(trials[t]["status"] == "TERMINATED" for t in rerun)
+    assert decisions(engine) == decisions(reference)
+    assert [r.incorporated_values() for r in engine.records] == [r.incorporated_values() for r in reference.records]
+
+    # The pool: the dead node's workers were replaced on the remaining nodes, which trained after the loss.
+    workers = {int(pid): node for pid, node in final["final_workers"].items()}
+    assert len(workers) == WORKERS and dead not in workers.values()
+    assert final["workers_started"] >= WORKERS + len(killed["worker_pids"])
+    after = {e["worker_pid"] for e in final["events"] if e["event"] == "complete" and e["time"] > killed["at"]}
+    assert after - {int(pid) for pid in final["initial_workers"]}, "no replicate trained on a replacement"
+    print("\npool node loss:", json.dumps({"rerun": len(rerun), "trials": len(trials),
+                                          "workers_started": final["workers_started"],
+                                          "seconds": round(final["seconds"], 1)}))

@@ -1,5 +1,8 @@
 """The warm worker pool: same values as ``make_trainable``, training only on the pool's workers, failures
-confined to one replicate, dead workers replaced (local Ray, 2 CPUs held by a 2-worker pool)."""
+confined to one replicate, dead workers replaced (local Ray, 2 CPUs held by a 2-worker pool).
+
+A driver SIGKILLed and restored on a new pool, and a node lost under the pool, are tested in
+``tests/reliability`` (``test_pool_kill_restore.py``, ``test_node_loss.py``; ``make soak``)."""
 
 from __future__ import annotations
 
@@ -147,26 +150,94 @@ def test_a_failing_replicate_fails_alone_and_its_worker_stays(pool) -> None:
     assert sorted(pool.worker_pids()) == before, "a replicate's exception must not cost a worker"
 
 
-def test_a_killed_worker_fails_its_trial_and_is_replaced(pool) -> None:
+def test_a_worker_that_dies_while_free_costs_no_replicate(pool) -> None:
     import ray
     from ray import tune
 
+    first = pool.workers()[0]  # no lease is out: the front of the free list, which the next lease takes
+    killed = ray.get(first.warm.remote())
+    started = pool.workers_started()
+    ray.kill(first)
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
+                   {**CONFIG, "seed": tune.grid_search([0])}, max_concurrent_trials=1)
+    # The dead worker is replaced (when Ray reports its death, or when the trial finds it dead before its
+    # replicate started there) and the trial trains on a live one instead of failing.
+    assert not results.errors, results.errors
+    assert results[0].metrics["final"] and int(results[0].metrics["worker_pid"]) != killed
+    assert pool.workers_started() == started + 1
+    pids = pool.worker_pids()  # waits for the replacement's warm-up
+    assert len(pids) == pool.size and killed not in pids
+
+
+def test_a_trainable_on_a_pool_that_is_gone_says_how_to_restore(pool) -> None:
+    import pickle
+
+    from rl_tasks import WorkerPool
+
+    # What a restored experiment unpickles: the old driver's pool, whose manager no longer exists.
+    state = pickle.loads(pickle.dumps(pool)).__getstate__()
+    stale = object.__new__(WorkerPool)
+    stale.__dict__.update({**state, "_name": state["_name"] + "_gone"})
+    with pytest.raises(RuntimeError, match=r"is not running .* trainable=make_pooled_trainable\(<a new WorkerPool>"):
+        stale.lease()
+
+
+def test_a_worker_killed_mid_chunk_in_a_search_is_a_failed_replicate_and_is_replaced(pool) -> None:
+    """A worker killed while it trains a replicate of a RiskAwareSearch run: that trial fails with the pool's
+    message and RiskAwareSearch's failure policy (``max_failures_per_config``: the failed replicate is retried
+    with a fresh seed) accounts for it; every other trial completes, the search spends its budget, and the
+    pool replaces the worker, which trains later replicates. (Tune's ``FailureConfig(max_failures=N)`` re-runs
+    such a trial instead: ``test_node_loss.py``.)"""
+    import ray
+    from ray import tune
+
+    from tune_risk import ReplicateScheduler, RiskAwareSearch
+    from tune_risk.records import RunStatus
+
     handles = {ray.get(worker.warm.remote()): worker for worker in pool.workers()}
     started = pool.workers_started()
-    killed: list[int] = []
+    killed: list[tuple[str, int]] = []
 
     class KillOnFirstResult(tune.Callback):
         def on_trial_result(self, iteration, trials, trial, result):
-            if not killed:  # the trial goes on with its next chunk at once: the kill lands mid-chunk
-                killed.append(int(result["worker_pid"]))
-                ray.kill(handles[killed[0]])
+            if not killed and not result["final"]:  # the trial trains its next chunk at once: killed mid-chunk
+                killed.append((trial.trial_id, int(result["worker_pid"])))
+                ray.kill(handles[killed[0][1]])
 
-    # Free list after the kill: [other, replacement]; the third seed trains on the replacement.
-    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES),
-                   {**CONFIG, "seed": tune.grid_search([0, 1, 2])}, max_concurrent_trials=1,
-                   callbacks=[KillOnFirstResult()])
+    searcher = RiskAwareSearch(n_initial=2, k_min=2, k_max=4, random_state_seed=0, intensify=0)
+    space = {**get_space("ppo", "CartPole-v1"), "minibatch_size": MINIBATCH}
+    num_samples = 8
+    results = _fit(make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES), space,
+                   num_samples=num_samples, search_alg=searcher, scheduler=ReplicateScheduler(searcher),
+                   max_concurrent_trials=2, callbacks=[KillOnFirstResult()])
+    assert killed, "no intermediate result came"
+    killed_trial, killed_pid = killed[0]
+
+    # Tune: exactly the killed trial errored, with the pool's message.
     assert len(results.errors) == 1 and "pool worker died" in str(results.errors[0])
-    trainers = {int(r.metrics["worker_pid"]) for r in results if r.metrics and r.metrics.get("final")}
-    assert len(trainers) == 2 and killed[0] not in trainers
-    assert pool.workers_started() == started + 1
+    status = {t.trial_id: t.status for t in results._experiment_analysis.trials}
+    assert [t for t, s in status.items() if s == "ERROR"] == [killed_trial]
+
+    # The searcher: one failed replicate, every run accounted for once, the search finished its budget.
+    engine = searcher.engine
+    counts = engine.counts()
+    assert counts["runs_launched"] == len(results) == num_samples and counts["runs_in_flight"] == 0
+    assert counts["runs_completed"] + counts["runs_cancelled"] + counts["runs_failed"] == num_samples
+    assert counts["runs_failed"] == 1
+    failed_run = engine.runs[searcher._trial_to_run[killed_trial]]
+    assert failed_run.status is RunStatus.FAILED
+    record = engine.records[failed_run.config_id]
+    assert record.failures == 1 and searcher.results().failed.sum() == 1
+    if record.n_incorporated >= 1 and record.status != "failed":  # the slot was retried with a fresh seed
+        seeds = [engine.runs[s.run_id].seed_index for s in record.slots[: record.n_incorporated]]
+        assert failed_run.seed_index not in seeds
+    for trial_id, run_id in searcher._trial_to_run.items():  # the others completed, or were cancelled
+        assert trial_id == killed_trial or engine.runs[run_id].status is not RunStatus.FAILED, trial_id
+    assert counts["runs_censored"] == 0
+    finished = [r for r in results if r.metrics and r.metrics.get("final")]
+
+    # The pool: the dead worker was replaced once, and nothing trained on it after the kill.
+    trainers = {int(r.metrics["worker_pid"]) for r in finished}
+    assert killed_pid not in trainers and pool.workers_started() == started + 1
     assert trainers - set(handles), "no replicate ran on the replacement worker"
+    assert killed_pid not in pool.worker_pids() and pool.leases_out() == 0
