@@ -35,8 +35,8 @@ ALLOWED_PRIVATE_ATTRIBUTES = {
     ("*", "_fields"): "namedtuple API",
     # BoTorch's Standardize has no public way to fix its constants: ConditionedGP.to_botorch_model sets the
     # buffers that Standardize.forward would have set (checked against BoTorch by tests/engine/test_models.py)
-    ("tune_risk.models", "_stdvs_sq"): "BoTorch Standardize internals",
-    ("tune_risk.models", "_is_trained"): "BoTorch Standardize internals",
+    ("tune_risk.gp.models", "_stdvs_sq"): "BoTorch Standardize internals",
+    ("tune_risk.gp.models", "_is_trained"): "BoTorch Standardize internals",
 }
 
 
@@ -257,7 +257,7 @@ def private_member_uses() -> list[str]:
 def test_the_walker_sees_both_packages():
     assert {"tune_risk.engine", "tune_risk.oscbo.gp", "rl_tasks.cli"} <= set(MODULES)
     graph = import_graph()
-    assert "tune_risk.models" in graph["tune_risk.risk_model"]  # a plain module-level import
+    assert "tune_risk.gp.models" in graph["tune_risk.risk_model"]  # a plain module-level import
     assert "tune_risk.oscbo.gp" in graph["tune_risk.oscbo"]  # a package __init__ re-exporting
 
 
@@ -281,9 +281,9 @@ def test_no_private_members_of_other_objects():
 
 
 @pytest.mark.parametrize("module, found, expected", [
-    ("tune_risk.oscbo.gp", Import("tune_risk.models", ("_cholesky", "DTYPE"), 1), ["_cholesky"]),
-    ("tune_risk.models", Import("tune_risk._compat", (), 1), []),  # a private module inside its own package
-    ("tune_risk.models", Import("tune_risk", ("_compat",), 1), []),
+    ("tune_risk.oscbo.gp", Import("tune_risk.gp.models", ("_cholesky", "DTYPE"), 1), ["_cholesky"]),
+    ("tune_risk.gp.models", Import("tune_risk._compat", (), 1), []),  # a private module inside its own package
+    ("tune_risk.gp.models", Import("tune_risk", ("_compat",), 1), []),
     ("rl_tasks.cli", Import("tune_risk._compat", (), 1), ["_compat"]),  # ... and outside it
 ])
 def test_private_import_rule(module, found, expected):

@@ -26,7 +26,7 @@ from botorch.optim import optimize_acqf
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE
+from tune_risk.gp.exact import DTYPE
 from tune_risk.risk_model import RiskModel
 
 

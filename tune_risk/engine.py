@@ -56,7 +56,7 @@ import torch
 
 from tune_risk.acquisition import argmax_pool, maximize_continuous
 from tune_risk.design import check_pool, snap_to_pool, sobol_points
-from tune_risk.exact_gp import DTYPE
+from tune_risk.gp.exact import DTYPE
 from tune_risk.lengthscale.engine_hooks import EngineLengthscale
 from tune_risk.records import (
     DONE,

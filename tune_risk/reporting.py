@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from tune_risk.exact_gp import DTYPE
+from tune_risk.gp.exact import DTYPE
 from tune_risk.records import RunStatus
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tune_risk.engine import Engine
-from tune_risk.models import GPHyperparameters, fit_hyperparameters
+from tune_risk.gp.models import GPHyperparameters, fit_hyperparameters
 from tune_risk.objectives import get_objective
 from tune_risk.records import DONE, Replicate
 from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel

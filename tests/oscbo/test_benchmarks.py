@@ -12,7 +12,7 @@ import torch
 
 from tune_risk.benchmarks import METHODS, TabularOracle, make_task, run_bo
 from tune_risk.benchmarks.tasks import TaskUnavailable
-from tune_risk.models import DTYPE
+from tune_risk.gp.models import DTYPE
 from tune_risk.oscbo import NOISE, FixedGP, OSCBOConfig, calibration_loss, standardize
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"

@@ -36,9 +36,9 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE
+from tune_risk.gp.exact import DTYPE
+from tune_risk.gp.models import NOISE_FLOOR, ConditionedGP
 from tune_risk.lengthscale.strategies import LengthscaleStrategy, make_strategy, strategy_from_state
-from tune_risk.models import NOISE_FLOOR, ConditionedGP
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.losses import round_losses
 from tune_risk.records import ConfigRecord
