@@ -26,6 +26,9 @@ from types import ModuleType
 MOVED: dict[str, str] = {
     "tune_risk.exact_gp": "tune_risk.gp.exact",
     "tune_risk.models": "tune_risk.gp.models",
+    "tune_risk.warping": "tune_risk.risk.warping",
+    "tune_risk.risk_model": "tune_risk.risk.model",
+    "tune_risk.acquisition": "tune_risk.risk.acquisition",
 }
 """Old module path -> new module path (modules that were moved, not the ones that stayed)."""
 

@@ -54,7 +54,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from tune_risk.acquisition import argmax_pool, maximize_continuous
 from tune_risk.design import check_pool, snap_to_pool, sobol_points
 from tune_risk.gp.exact import DTYPE
 from tune_risk.lengthscale.engine_hooks import EngineLengthscale
@@ -70,13 +69,14 @@ from tune_risk.records import (
     SlotState,
     sample_statistics,
 )
-from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel, fit_risk_hyperparameters, mv_bounds
+from tune_risk.risk.acquisition import argmax_pool, maximize_continuous
+from tune_risk.risk.model import RiskData, RiskHyperparameters, RiskModel, fit_risk_hyperparameters, mv_bounds
+from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.schedules import schedule_value
 from tune_risk.settings import EngineSettings
 from tune_risk.snapshots import ModelSnapshot, outside_support
 from tune_risk.state import STATE_VERSION, current_state
 from tune_risk.threads import engine_threads
-from tune_risk.warping import FrozenWarp, fit_warp
 
 logger = logging.getLogger(__name__)
 

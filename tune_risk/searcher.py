@@ -40,9 +40,9 @@ from tune_risk.engine import Engine
 from tune_risk.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.reporting import config_rows
 from tune_risk.restore import RestorePoints
+from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
 from tune_risk.tune_space import TuneSpaceCodec, copy_dicts
-from tune_risk.warping import FrozenWarp
 
 logger = logging.getLogger(__name__)
 
@@ -463,7 +463,7 @@ def _check_arguments(candidates: Any, points_to_evaluate: Any, evaluated_rewards
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
     if warp is not None and not isinstance(warp, FrozenWarp):
-        raise ValueError(f"warp must be a FrozenWarp (e.g. tune_risk.warping.fit_warp(returns)) or None, got {warp!r:.100}")
+        raise ValueError(f"warp must be a FrozenWarp (e.g. tune_risk.risk.warping.fit_warp(returns)) or None, got {warp!r:.100}")
     for i, reward in enumerate(evaluated_rewards or []):
         for value in reward if isinstance(reward, list | tuple | np.ndarray) else [reward]:
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):

@@ -19,7 +19,7 @@ from tune_risk.offline.replay import (
     runs_rows,
     seed_permutation,
 )
-from tune_risk.warping import fit_warp
+from tune_risk.risk.warping import fit_warp
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ from tune_risk.lengthscale.strategies import LengthscaleStrategy, make_strategy,
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.losses import round_losses
 from tune_risk.records import ConfigRecord
-from tune_risk.risk_model import RiskHyperparameters, RiskModel
+from tune_risk.risk.model import RiskHyperparameters, RiskModel
 from tune_risk.settings import EngineSettings
 from tune_risk.snapshots import ModelSnapshot
 

@@ -31,9 +31,9 @@ import numpy as np
 from tune_risk.engine import Engine
 from tune_risk.offline.methods import PAPER_METHODS, WARPS, check_replayable, method_settings, parse_methods
 from tune_risk.records import Replicate, sample_mean_variance
+from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.settings import EngineSettings
 from tune_risk.simulate import simulate
-from tune_risk.warping import FrozenWarp, fit_warp
 
 ROW_KEY = "table_row"
 __all__ = ["PAPER_METHODS", "ROW_KEY", "WARPS", "ReplayResult", "ReplayTask", "bo_runs_launched", "check_budget",

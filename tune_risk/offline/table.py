@@ -51,8 +51,8 @@ from tune_risk.offline.formats import (
 )
 from tune_risk.offline.paths import file_kind
 from tune_risk.records import sample_mean_variance
+from tune_risk.risk.warping import warp_values
 from tune_risk.tune_space import TuneSpaceCodec
-from tune_risk.warping import warp_values
 
 __all__ = ["OfflineTable", "describe_domain", "domain_from_description", "infer_space"]
 

@@ -27,7 +27,7 @@ from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from tune_risk.gp.exact import DTYPE
-from tune_risk.risk_model import RiskModel
+from tune_risk.risk.model import RiskModel
 
 
 class PointwiseAcquisition(AcquisitionFunction):
