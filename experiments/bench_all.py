@@ -78,9 +78,9 @@ def replay_run(budget: int) -> dict:
 
 def scaling_worker(n: int, rounds: int) -> dict:
     """Engine cost with ``n`` evaluated configurations (k = 2 each), in this (fresh) process."""
-    from tune_risk.engine import Engine  # noqa: PLC0415
+    from tune_risk.engine.core import Engine  # noqa: PLC0415
+    from tune_risk.engine.records import Replicate  # noqa: PLC0415
     from tune_risk.objectives import get_objective  # noqa: PLC0415
-    from tune_risk.records import Replicate  # noqa: PLC0415
     from tune_risk.settings import EngineSettings  # noqa: PLC0415
 
     objective = get_objective("hartmann6")

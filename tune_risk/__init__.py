@@ -18,14 +18,14 @@ __version__ = "0.1.0"
 __all__ = ["Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__", "restore_tuner"]
 
 if TYPE_CHECKING:
-    from tune_risk.engine import Engine
+    from tune_risk.engine.core import Engine
     from tune_risk.restore import restore_tuner
     from tune_risk.scheduler import ReplicateScheduler
     from tune_risk.searcher import RiskAwareSearch
     from tune_risk.settings import EngineSettings
 
 _LAZY = {
-    "Engine": "tune_risk.engine",
+    "Engine": "tune_risk.engine.core",
     "EngineSettings": "tune_risk.settings",
     "RiskAwareSearch": "tune_risk.searcher",
     "ReplicateScheduler": "tune_risk.scheduler",

@@ -29,6 +29,15 @@ MOVED: dict[str, str] = {
     "tune_risk.warping": "tune_risk.risk.warping",
     "tune_risk.risk_model": "tune_risk.risk.model",
     "tune_risk.acquisition": "tune_risk.risk.acquisition",
+    # tune_risk.engine (the module of Engine) is now the package tune_risk.engine, which exports Engine
+    "tune_risk.records": "tune_risk.engine.records",
+    "tune_risk.design": "tune_risk.engine.design",
+    "tune_risk.snapshots": "tune_risk.engine.snapshots",
+    "tune_risk.state": "tune_risk.engine.state",
+    "tune_risk.threads": "tune_risk.engine.threads",
+    "tune_risk.simulate": "tune_risk.engine.simulate",
+    "tune_risk.reporting": "tune_risk.engine.reporting",
+    "tune_risk.lengthscale.engine_hooks": "tune_risk.engine.lengthscale",
 }
 """Old module path -> new module path (modules that were moved, not the ones that stayed)."""
 

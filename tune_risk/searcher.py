@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searcher
 
-from tune_risk.engine import Engine
-from tune_risk.records import DONE, WAIT, ConfigRecord, RunStatus
-from tune_risk.reporting import config_rows
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, WAIT, ConfigRecord, RunStatus
+from tune_risk.engine.reporting import config_rows
 from tune_risk.restore import RestorePoints
 from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
@@ -88,7 +88,7 @@ class RiskAwareSearch(Searcher):
         max_active_configs: configurations sampled at once (default ``ceil(W / k_min)`` with ``W``
             the trial concurrency, 2 if unknown); 1 reproduces the sequential algorithm's decisions.
             Above 1, pending configurations steer only the choice of the next one (fantasies);
-            every certificate rests on data, under its own round's model (``tune_risk.engine``).
+            every certificate rests on data, under its own round's model (``tune_risk.engine.core``).
         budget: replicate-run budget when Tune does not pass ``num_samples`` (space given here).
         config_id_key: config key that receives the configuration's id (the same for all its
             replicates, so Tune's loggers, TensorBoard, W&B or MLflow can group them); ``None``: none.
@@ -293,7 +293,7 @@ class RiskAwareSearch(Searcher):
     def results(self) -> pd.DataFrame:
         """One row per configuration: parameters (``config/<name>``), replicate counts, statistics, bounds.
 
-        Units are in the column names (``tune_risk.reporting``): ``metric_mean``, ``metric_std``,
+        Units are in the column names (``tune_risk.engine.reporting``): ``metric_mean``, ``metric_std``,
         ``metric_variance`` in the metric's own units; ``warped_mean``, ``warped_variance``,
         ``warped_mv``, ``warped_lcb_mv``, ``warped_ucb_mv`` on the warped scale the engine maximises
         (``mode="min"`` metrics are negated before warping). ``status`` is running or done, and

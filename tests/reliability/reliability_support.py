@@ -300,8 +300,8 @@ def decisions(engine) -> list[tuple]:
 
 def check_chain(chain: Chain, table: Path) -> dict[str, int]:
     """Assert nothing was lost or counted twice; return the figures of the chain."""
-    from tune_risk.engine import Engine
-    from tune_risk.records import RunStatus
+    from tune_risk.engine.core import Engine
+    from tune_risk.engine.records import RunStatus
 
     assert chain.final is not None, "the last restore did not write its final state"
     final = chain.final

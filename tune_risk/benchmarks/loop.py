@@ -39,7 +39,7 @@ from torch import Tensor
 
 from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
 from tune_risk.benchmarks.tasks import Task
-from tune_risk.design import sobol_points
+from tune_risk.engine.design import sobol_points
 from tune_risk.gp.exact import DTYPE, standardize
 from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy
 from tune_risk.oscbo.game import GameData

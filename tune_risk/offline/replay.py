@@ -13,7 +13,7 @@ A replay of method ``m``, repetition ``r``:
 
 Two paths make the same decisions for the same seed (a test checks):
 
-* ``replay_direct``: a discrete-event loop with ``W`` simulated workers (``tune_risk.simulate``);
+* ``replay_direct``: a discrete-event loop with ``W`` simulated workers (``tune_risk.engine.simulate``);
   run times come from the table's ``wall_time`` when present, else a log-normal(0, 0.5) per
   (configuration, seed) draw (deterministic): long enough tails to reorder results;
 * ``replay_tune``: a real Ray Tune run of ``RiskAwareSearch`` + ``ReplicateScheduler`` whose
@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from tune_risk.engine import Engine
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import Replicate, sample_mean_variance
+from tune_risk.engine.simulate import simulate
 from tune_risk.offline.methods import PAPER_METHODS, WARPS, check_replayable, method_settings, parse_methods
-from tune_risk.records import Replicate, sample_mean_variance
 from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.settings import EngineSettings
-from tune_risk.simulate import simulate
 
 ROW_KEY = "table_row"
 __all__ = ["PAPER_METHODS", "ROW_KEY", "WARPS", "ReplayResult", "ReplayTask", "bo_runs_launched", "check_budget",
