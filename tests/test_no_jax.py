@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-MODULES = ["tune_risk", "tune_risk.engine.core", "tune_risk.searcher", "tune_risk.scheduler", "tune_risk.engine.simulate",
-           "tune_risk.cli", "tune_risk.tune_space", "tune_risk.objectives"]
+MODULES = ["tune_risk", "tune_risk.engine.core", "tune_risk.tune.searcher", "tune_risk.tune.scheduler", "tune_risk.engine.simulate",
+           "tune_risk.cli", "tune_risk.tune.space", "tune_risk.objectives"]
 
 
 def test_importing_tune_risk_does_not_import_jax():

@@ -19,17 +19,17 @@ __all__ = ["Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", 
 
 if TYPE_CHECKING:
     from tune_risk.engine.core import Engine
-    from tune_risk.restore import restore_tuner
-    from tune_risk.scheduler import ReplicateScheduler
-    from tune_risk.searcher import RiskAwareSearch
     from tune_risk.settings import EngineSettings
+    from tune_risk.tune.restore import restore_tuner
+    from tune_risk.tune.scheduler import ReplicateScheduler
+    from tune_risk.tune.searcher import RiskAwareSearch
 
 _LAZY = {
     "Engine": "tune_risk.engine.core",
     "EngineSettings": "tune_risk.settings",
-    "RiskAwareSearch": "tune_risk.searcher",
-    "ReplicateScheduler": "tune_risk.scheduler",
-    "restore_tuner": "tune_risk.restore",
+    "RiskAwareSearch": "tune_risk.tune.searcher",
+    "ReplicateScheduler": "tune_risk.tune.scheduler",
+    "restore_tuner": "tune_risk.tune.restore",
 }
 
 

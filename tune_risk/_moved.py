@@ -38,6 +38,10 @@ MOVED: dict[str, str] = {
     "tune_risk.simulate": "tune_risk.engine.simulate",
     "tune_risk.reporting": "tune_risk.engine.reporting",
     "tune_risk.lengthscale.engine_hooks": "tune_risk.engine.lengthscale",
+    "tune_risk.searcher": "tune_risk.tune.searcher",
+    "tune_risk.scheduler": "tune_risk.tune.scheduler",
+    "tune_risk.tune_space": "tune_risk.tune.space",
+    "tune_risk.restore": "tune_risk.tune.restore",
 }
 """Old module path -> new module path (modules that were moved, not the ones that stayed)."""
 
@@ -48,7 +52,7 @@ def current_module(name: str) -> str:
 
 
 class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds the old paths only (it is consulted after the regular finders, which find no file there)."""
+    """Finds the old paths, and nothing else."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
@@ -68,6 +72,8 @@ class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install() -> None:
-    """Add the hook to ``sys.meta_path`` (once)."""
+    """Put the hook first in ``sys.meta_path`` (once). First: an old path must give today's module even
+    where another finder would find a file there (an editable install of an older checkout, a stale
+    ``tune_risk/searcher.py`` left by an upgrade), or the classes would exist twice."""
     if not any(isinstance(finder, _OldPaths) for finder in sys.meta_path):
-        sys.meta_path.append(_OldPaths())
+        sys.meta_path.insert(0, _OldPaths())

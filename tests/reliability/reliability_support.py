@@ -1,7 +1,7 @@
 """Helpers of the reliability tests: the kill-and-restore harness around ``tune_driver.py``.
 
 ``kill_chain`` starts the driver (``fresh``), SIGKILLs it once the completion log has grown by the
-first kill point, restores it with ``tune_risk.restore.restore_tuner`` in a new driver process
+first kill point, restores it with ``tune_risk.tune.restore.restore_tuner`` in a new driver process
 (killed again at the next point, and so on), and finally lets a last restore finish. A kill is
 either outside Tune's snapshot copy (the harness waits for the copy to finish) or inside it: the
 driver's storage filesystem is then ``tear_fs``'s, armed to stop the next copy of a chosen file
@@ -268,7 +268,7 @@ def check_restore_points(experiment: Path) -> int:
     (Tears the harness made leave unreadable zips, skipped here; an intact zip failing the checks would
     mean the checks disagree with the snapshots Tune really writes.)
     """
-    from tune_risk.restore import PREFIX, check_snapshot, unpack_restore_point
+    from tune_risk.tune.restore import PREFIX, check_snapshot, unpack_restore_point
 
     checked = 0
     for path in sorted(experiment.glob(f"{PREFIX}*.zip")):

@@ -8,10 +8,15 @@ experiment from such pickles (``searcher-state-*.pkl``, ``tuner.pkl``), so they 
 
 from __future__ import annotations
 
+import importlib
 import pickle
+import sys
+
+import pytest
 
 from tests.tune.legacy_checkpoint import FIXTURE, drive
 from tune_risk import Engine, ReplicateScheduler, RiskAwareSearch
+from tune_risk.tune.restore import RestorePoints, load_pickle, searcher_marks
 
 
 def fixture() -> dict:
@@ -42,3 +47,27 @@ def test_objects_of_the_flat_layout_unpickle_as_todays_classes():
     assert type(searcher) is RiskAwareSearch and type(scheduler) is ReplicateScheduler and type(engine) is Engine
     assert engine.state_dict() == searcher.engine.state_dict()
     assert continuation(searcher, blob) == blob["continuation"]
+
+
+def test_the_restore_points_of_a_flat_layout_searcher_file_are_found():
+    """``restore_tuner``'s repair reads searcher files without importing anything (``load_pickle``): it must
+    recognise the flat layout's ``tune_risk.restore.RestorePoints`` as today's class."""
+    state = load_pickle(fixture()["searcher_state"])
+    assert state["_restore_points"].origin == ("tune_risk.restore", "RestorePoints")
+    assert isinstance(searcher_marks(state), RestorePoints)
+
+
+def test_old_module_paths_give_todays_modules_with_a_warning():
+    import tune_risk.tune.space as space
+
+    sys.modules.pop("tune_risk.tune_space", None)
+    with pytest.warns(DeprecationWarning, match="tune_risk.tune_space is now tune_risk.tune.space"):
+        old = importlib.import_module("tune_risk.tune_space")
+    assert old is space
+
+
+def test_a_file_naming_classes_this_version_lacks_fails_with_a_clear_message(tmp_path):
+    path = tmp_path / "searcher-state.pkl"
+    path.write_bytes(b"ctune_risk.no_such_module\nThing\n.")  # a pickle that names tune_risk.no_such_module.Thing
+    with pytest.raises(ValueError, match="cannot restore .*no_such_module.*another version of tune_risk"):
+        RiskAwareSearch().restore(str(path))

@@ -161,8 +161,8 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
     """
     from ray import tune
 
-    from tune_risk.scheduler import ReplicateScheduler
-    from tune_risk.searcher import RiskAwareSearch
+    from tune_risk.tune.scheduler import ReplicateScheduler
+    from tune_risk.tune.searcher import RiskAwareSearch
 
     settings = method_settings(method, budget, seed=repeat, warp=warp, **overrides)
     check_budget(task, settings)

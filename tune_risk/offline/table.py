@@ -52,7 +52,7 @@ from tune_risk.offline.formats import (
 )
 from tune_risk.offline.paths import file_kind
 from tune_risk.risk.warping import warp_values
-from tune_risk.tune_space import TuneSpaceCodec
+from tune_risk.tune.space import TuneSpaceCodec
 
 __all__ = ["OfflineTable", "describe_domain", "domain_from_description", "infer_space"]
 

@@ -39,10 +39,10 @@ from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searc
 from tune_risk.engine.core import Engine
 from tune_risk.engine.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.engine.reporting import config_rows
-from tune_risk.restore import RestorePoints
 from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
-from tune_risk.tune_space import TuneSpaceCodec, copy_dicts
+from tune_risk.tune.restore import RestorePoints
+from tune_risk.tune.space import TuneSpaceCodec, copy_dicts
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class RiskAwareSearch(Searcher):
         self._engine: Engine | None = None
         self._trial_to_run: dict[str, int] = {}
         self._run_to_trial: dict[int, str] = {}
-        self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.restore)
+        self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.tune.restore)
         if space:
             self._codec = TuneSpaceCodec.from_param_space(self._check_space(space))
 
@@ -320,7 +320,7 @@ class RiskAwareSearch(Searcher):
     # ------------------------------------------------------------------ persistence (Ray style)
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         """Tune's snapshot of the searcher, marked with its trial list's digest; first writes the previous
-        snapshot as a restore point (``tune_risk.restore``: ``restore_tuner`` repairs a torn snapshot)."""
+        snapshot as a restore point (``tune_risk.tune.restore``: ``restore_tuner`` repairs a torn snapshot)."""
         self.__dict__.setdefault("_restore_points", RestorePoints())  # states pickled before restore points
         self._restore_points.before_searcher_save(checkpoint_dir, session_str)
         super().save_to_dir(checkpoint_dir, session_str)
@@ -331,7 +331,16 @@ class RiskAwareSearch(Searcher):
 
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as file:
-            self.set_state(pickle.load(file))
+            try:
+                state = pickle.load(file)
+            except (ModuleNotFoundError, AttributeError) as error:  # a class this tune_risk does not have
+                if "tune_risk" not in str(error):
+                    raise
+                raise ValueError(
+                    f"RiskAwareSearch: cannot restore {checkpoint_path}: {error}. The file was written by another "
+                    "version of tune_risk, whose classes this one lacks (files of the flat module layout of 0.1.0 "
+                    "load: tune_risk._moved); restore it with the version that wrote it") from error
+        self.set_state(state)
 
     def get_state(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k != "_engine"}
