@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 MODULES = ["tune_risk", "tune_risk.engine.core", "tune_risk.tune.searcher", "tune_risk.tune.scheduler", "tune_risk.engine.simulate",
-           "tune_risk.cli", "tune_risk.tune.space", "tune_risk.objectives"]
+           "tune_risk.cli", "tune_risk.tune.space", "tune_risk.benchmarks.objectives"]
 
 
 def test_importing_tune_risk_does_not_import_jax():

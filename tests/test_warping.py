@@ -11,7 +11,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm, rankdata
 
-from tune_risk.objectives import get_objective, make_pool_table
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.risk.warping import FrozenWarp, fit_warp, warp_values
 
 FAST = settings(max_examples=60, deadline=None)

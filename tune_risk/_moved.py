@@ -42,6 +42,7 @@ MOVED: dict[str, str] = {
     "tune_risk.scheduler": "tune_risk.tune.scheduler",
     "tune_risk.tune_space": "tune_risk.tune.space",
     "tune_risk.restore": "tune_risk.tune.restore",
+    "tune_risk.objectives": "tune_risk.benchmarks.objectives",
 }
 """Old module path -> new module path (modules that were moved, not the ones that stayed)."""
 

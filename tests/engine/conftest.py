@@ -22,9 +22,9 @@ from botorch.models import SingleTaskGP
 from gpytorch.kernels import MaternKernel, RBFKernel
 
 from tests.harness import launch_replicates
+from tune_risk.benchmarks.objectives import HeteroscedasticObjective, get_objective, make_pool_table
 from tune_risk.engine.core import Engine
 from tune_risk.engine.records import DONE, WAIT, ConfigRecord, Replicate
-from tune_risk.objectives import HeteroscedasticObjective, get_objective, make_pool_table
 from tune_risk.risk.model import RiskHyperparameters
 from tune_risk.settings import EngineSettings
 

@@ -33,10 +33,10 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tune_risk.benchmarks.objectives import get_objective
 from tune_risk.engine.core import Engine
 from tune_risk.engine.records import DONE, Replicate
 from tune_risk.gp.models import GPHyperparameters, fit_hyperparameters
-from tune_risk.objectives import get_objective
 from tune_risk.risk.model import RiskData, RiskHyperparameters, RiskModel
 from tune_risk.risk.warping import fit_warp
 from tune_risk.schedules import schedule_value

@@ -8,7 +8,7 @@ import pytest
 import torch
 from ray import tune
 
-from tune_risk.objectives import get_objective, make_pool_table
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.offline.replay import (
     ReplayTask,
     method_settings,

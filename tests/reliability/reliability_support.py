@@ -38,7 +38,7 @@ NAME = "replay"  # the driver's experiment name (tune_driver.NAME)
 # ---------------------------------------------------------------------------------------------- table
 def write_table(path: Path, n_configs: int = 40, n_seeds: int = 8, seed: int = 3) -> Path:
     """A synthetic Hartmann-3 table (configurations x seeds) in the ARLBench long format."""
-    from tune_risk.objectives import get_objective, make_pool_table
+    from tune_risk.benchmarks.objectives import get_objective, make_pool_table
     from tune_risk.offline.table import OfflineTable
 
     X, Y = make_pool_table(get_objective("hartmann3"), n_configs, n_seeds, seed=seed)
