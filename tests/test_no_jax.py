@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-MODULES = ["tune_risk", "tune_risk.engine.core", "tune_risk.tune.searcher", "tune_risk.tune.scheduler", "tune_risk.engine.simulate",
-           "tune_risk.cli", "tune_risk.tune.space", "tune_risk.benchmarks.objectives"]
+MODULES = ["tune_risk", "tune_risk.engine.core", "tune_risk.tune.searcher", "tune_risk.tune.scheduler",
+           "tune_risk.engine.simulate", "tune_risk.cli", "tune_risk.tune.space", "tune_risk.benchmarks.objectives",
+           "tune_risk.benchmarks.loop", "tune_risk.oscbo", "tune_risk.lengthscale"]
 
 
 def test_importing_tune_risk_does_not_import_jax():
