@@ -56,6 +56,9 @@ _OWN_FIELDS = frozenset({
 _MAX_INTENSIFY_FRACTION = 0.5
 _ITERATION = "training_iteration"
 _RENAMED = {"seed": "random_state_seed"}  # EngineSettings names that RiskAwareSearch spells differently
+# Arguments of RiskAwareSearch that are not engine settings: what from_settings takes besides the settings.
+TUNE_ARGUMENTS = ("space", "metric", "mode", "seed_key", "config_id_key", "points_to_evaluate", "evaluated_rewards",
+                  "candidates", "warp")
 
 
 class RiskAwareSearch(Searcher):
@@ -175,6 +178,32 @@ class RiskAwareSearch(Searcher):
         self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.tune.restore)
         if space:
             self._codec = TuneSpaceCodec.from_param_space(self._check_space(space))
+
+    @classmethod
+    def from_settings(cls, settings: EngineSettings, space: dict | None = None, metric: str | None = None,
+                      mode: str | None = None, **tune_kwargs: Any) -> RiskAwareSearch:
+        """A searcher whose engine runs with exactly ``settings``, every field as given.
+
+        The constructor's own defaults do not apply: ``budget_unit`` stays the settings' (``"samples"``
+        by default, the paper's unit, where the constructor charges ``"runs"``), and so do ``k_init``,
+        ``max_active_configs`` (1 by default: the sequential decisions), ``intensify`` (runs) and ``seed``.
+        One exception: with ``settings.budget=None`` the engine's budget is Tune's ``num_samples``, as for a
+        searcher built by the constructor.
+
+        ``tune_kwargs`` are the arguments that are not engine settings (``TUNE_ARGUMENTS``): ``seed_key``,
+        ``config_id_key``, ``points_to_evaluate``, ``evaluated_rewards``, ``candidates`` and ``warp`` (a
+        pre-fitted ``FrozenWarp``).
+        """
+        if not isinstance(settings, EngineSettings):
+            raise TypeError(f"RiskAwareSearch.from_settings: settings must be EngineSettings, got {settings!r:.100}")
+        for name in tune_kwargs:
+            if name not in TUNE_ARGUMENTS:
+                raise TypeError(f"RiskAwareSearch.from_settings() got the keyword argument {name!r}, which is not a "
+                                f"Tune argument ({', '.join(TUNE_ARGUMENTS)}); engine settings come from settings")
+        searcher = cls(space, metric, mode, random_state_seed=settings.seed, budget=settings.budget,
+                       max_active_configs=settings.max_active_configs, intensify=settings.intensify, **tune_kwargs)
+        searcher._settings = settings  # verbatim; the three fields above also size the engine (_build_engine)
+        return searcher
 
     # ------------------------------------------------------------------ Ray Searcher API
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
