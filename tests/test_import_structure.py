@@ -39,7 +39,7 @@ ALLOWED_PRIVATE_ATTRIBUTES = {
     ("*", "_asdict"): "namedtuple API",
     ("*", "_fields"): "namedtuple API",
     # BoTorch's Standardize has no public way to fix its constants: ConditionedGP.to_botorch_model sets the
-    # buffers that Standardize.forward would have set (checked against BoTorch by tests/engine/test_models.py)
+    # buffers that Standardize.forward would have set (checked against BoTorch by tests/gp/test_models.py)
     ("tune_risk.gp.models", "_stdvs_sq"): "BoTorch Standardize internals",
     ("tune_risk.gp.models", "_is_trained"): "BoTorch Standardize internals",
 }
