@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from reliability_support import write_table
 
-from tune_risk import restore as rp
+from tune_risk.tune import restore as rp
 from tune_risk.tune.restore import (
     RestorePoints,
     Snapshot,
