@@ -18,6 +18,9 @@ from tests.tune.legacy_checkpoint import FIXTURE, drive
 from tune_risk import Engine, ReplicateScheduler, RiskAwareSearch
 from tune_risk.tune.restore import RestorePoints, load_pickle, searcher_marks
 
+# Unpickling names the old module paths, which warn (code should import the new ones): expected here.
+old_paths = pytest.mark.filterwarnings("ignore:tune_risk.* is now tune_risk:DeprecationWarning")
+
 
 def fixture() -> dict:
     return pickle.loads(FIXTURE.read_bytes())
@@ -29,6 +32,7 @@ def continuation(searcher: RiskAwareSearch, blob: dict) -> list:
     return log
 
 
+@old_paths
 def test_a_searcher_state_of_the_flat_layout_restores_and_decides_as_before(tmp_path):
     blob = fixture()
     path = tmp_path / "searcher-state.pkl"
@@ -40,6 +44,7 @@ def test_a_searcher_state_of_the_flat_layout_restores_and_decides_as_before(tmp_
     assert any(event[1] == "cancelled" for event in blob["continuation"])  # the run cancels replicates
 
 
+@old_paths
 def test_objects_of_the_flat_layout_unpickle_as_todays_classes():
     blob = fixture()
     objects = pickle.loads(blob["objects"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from tune_risk.engine.simulate import simulate
 from tune_risk.offline.methods import PAPER_METHODS, WARPS, check_replayable, method_settings, parse_methods
 from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.settings import EngineSettings
+
+if TYPE_CHECKING:
+    from tune_risk.tune.searcher import RiskAwareSearch
 
 ROW_KEY = "table_row"
 __all__ = ["PAPER_METHODS", "ROW_KEY", "WARPS", "ReplayResult", "ReplayTask", "bo_runs_launched", "check_budget",
@@ -182,7 +185,7 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
 
 
 def replay_searcher(task: ReplayTask, space: dict, configs: list[dict], settings: EngineSettings, warp: str = "pooled",
-                    seed_key: str = "seed"):
+                    seed_key: str = "seed") -> RiskAwareSearch:
     """The ``RiskAwareSearch`` of ``replay_tune``: its engine runs with exactly ``settings`` (those of
     ``replay_direct``), proposes the table's rows (candidates, ``config[ROW_KEY]`` = row) and gets the
     table's pooled warp (``warp="pooled"``) or fits its own (``"online"``)."""

@@ -104,6 +104,9 @@ class RiskAwareSearch(Searcher):
             fitted on the initial design and re-fitted at a round start once returns leave its range.
         **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``,
             ``budget_unit="samples"`` to charge only incorporated replicates as in the paper).
+
+    ``RiskAwareSearch.from_settings(settings, ...)`` builds a searcher whose engine has exactly the
+    given ``EngineSettings`` instead (the offline replay's Tune path does).
     """
 
     def __init__(
