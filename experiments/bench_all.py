@@ -64,7 +64,7 @@ def searcher_results(python: str, names: list[str], sizes: list[int], repeats: i
 
 def replay_run(budget: int) -> dict:
     """One ERAHBO replay on a synthetic 512 x 50 Hartmann-6 table (the paper's budget: 1500)."""
-    from tune_risk.objectives import get_objective, make_pool_table  # noqa: PLC0415
+    from tune_risk.benchmarks.objectives import get_objective, make_pool_table  # noqa: PLC0415
     from tune_risk.offline.replay import ReplayTask, replay_direct  # noqa: PLC0415
 
     X, Y = make_pool_table(get_objective("hartmann6"), 512, 50, seed=0)
@@ -78,9 +78,9 @@ def replay_run(budget: int) -> dict:
 
 def scaling_worker(n: int, rounds: int) -> dict:
     """Engine cost with ``n`` evaluated configurations (k = 2 each), in this (fresh) process."""
-    from tune_risk.engine import Engine  # noqa: PLC0415
-    from tune_risk.objectives import get_objective  # noqa: PLC0415
-    from tune_risk.records import Replicate  # noqa: PLC0415
+    from tune_risk.benchmarks.objectives import get_objective  # noqa: PLC0415
+    from tune_risk.engine.core import Engine  # noqa: PLC0415
+    from tune_risk.engine.records import Replicate  # noqa: PLC0415
     from tune_risk.settings import EngineSettings  # noqa: PLC0415
 
     objective = get_objective("hartmann6")

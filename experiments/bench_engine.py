@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from tune_risk.engine import Engine
-from tune_risk.objectives import get_objective
-from tune_risk.records import DONE, WAIT, Replicate
+from tune_risk.benchmarks.objectives import get_objective
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, WAIT, Replicate
 from tune_risk.settings import EngineSettings
 
 

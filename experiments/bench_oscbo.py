@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from tune_risk.models import DTYPE
+from tune_risk.gp.models import DTYPE
 from tune_risk.oscbo import (
     FixedGP,
     GameData,

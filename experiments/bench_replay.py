@@ -17,7 +17,7 @@ import platform
 import pstats
 import time
 
-from tune_risk.objectives import get_objective, make_pool_table
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.offline.replay import PAPER_METHODS, ReplayTask, replay_direct
 
 

@@ -1,6 +1,6 @@
 """Cluster-scale projection: ERAHBO against RAHBO(k=20) in wall time, for W = 2 ... 128 workers.
 
-The real engine decides (``tune_risk.engine.Engine`` over a shipped table, as ``tune-risk replay``
+The real engine decides (``tune_risk.engine.core.Engine`` over a shipped table, as ``tune-risk replay``
 does); only the clock is simulated, with a cost model measured on this project's 2-core CPU machine.
 Three ways of running replicates on a Ray cluster are compared:
 
@@ -47,10 +47,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tune_risk.engine import Engine
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, WAIT, Replicate
 from tune_risk.offline.replay import ReplayTask, method_settings
 from tune_risk.offline.table import OfflineTable
-from tune_risk.records import DONE, WAIT, Replicate
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("erahbo", "rahbo-k20")

@@ -29,7 +29,7 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no per-experiment banner fro
 import ray  # noqa: E402
 from ray import tune  # noqa: E402
 
-from tune_risk.objectives import get_objective, make_pool_table  # noqa: E402
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table  # noqa: E402
 from tune_risk.offline.replay import ReplayTask, replay_tune  # noqa: E402
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"

@@ -4,7 +4,7 @@ Runs ``tune-risk replay`` with the paper's four methods (ERAHBO, RAHBO k=2, RAHB
 plus ERAHBO with the exponential beta_stop schedule, 20 repetitions, budget 1500, on every
 ``datasets/*.parquet`` table, and writes ``runs.csv``, ``rounds.csv``, ``summary.md`` and figures to
 ``--out``. ``--synthetic`` adds (or, when no real table exists yet, substitutes) three synthetic
-heteroscedastic tables written from ``tune_risk.objectives`` (clearly named ``synthetic-*``).
+heteroscedastic tables written from ``tune_risk.benchmarks.objectives`` (clearly named ``synthetic-*``).
 
     python experiments/erahbo_replay.py [--repeats 20] [--budget 1500] [--synthetic] [--out results/erahbo_replay]
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.cli import main as tune_risk_main
-from tune_risk.objectives import get_objective, make_pool_table
 from tune_risk.offline.table import OfflineTable
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,7 +44,7 @@ from ray import tune
 
 import rl_tasks
 from tune_risk import ReplicateScheduler, RiskAwareSearch
-from tune_risk.warping import warp_values
+from tune_risk.risk.warping import warp_values
 
 FRESH_SEED_OFFSET = 1_000_000  # re-evaluation seeds never used during the search
 # --quick: about 5 minutes on 2 cores (ERAHBO against RAHBO(k=20) at the same small budget: RAHBO's design of

@@ -14,7 +14,7 @@ In live use no table exists: the engine fits Vizier's warp on the returns of the
 
 Regret is always measured on the pooled warp (the table's ground-truth MV). Tables: every
 ``datasets/*.parquet`` and four synthetic 512 x 50 tables: Hartmann-3, Hartmann-6 and Branin from
-``tune_risk.objectives`` and ``far-peaks``, two narrow peaks of equal mean far above a flat floor,
+``tune_risk.benchmarks.objectives`` and ``far-peaks``, two narrow peaks of equal mean far above a flat floor,
 one with 10 times the noise of the other, which the initial design almost never hits.
 
 Printed per table and variant (means over repeats): final normalised simple regret of the best
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tune_risk.objectives import HeteroscedasticObjective, get_objective, make_pool_table
+from tune_risk.benchmarks.objectives import HeteroscedasticObjective, get_objective, make_pool_table
 from tune_risk.offline.replay import ReplayTask, replay_direct, runs_rows
 from tune_risk.offline.table import OfflineTable
 

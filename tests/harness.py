@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tune_risk.engine import Engine
-from tune_risk.records import Replicate, Signal
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import Replicate, Signal
 
 
 def launch_replicates(engine: Engine, limit: int, launched: dict[int, Replicate],

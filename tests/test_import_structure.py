@@ -14,6 +14,11 @@ Read with ``ast`` (nothing is imported), over every module of both packages:
   is not defined in the same module (a ``def _name`` or a ``self._name = ...``): a private member is for
   the module of the class that defines it. ``ALLOWED_PRIVATE_ATTRIBUTES`` lists the exceptions, each
   with its reason.
+* **Layers.** Every import between two packages (``tune_risk.gp``, ``tune_risk.risk``, ...; a top-level
+  module such as ``tune_risk.settings`` counts as a package of its own) must be listed in ``LAYERS``, the
+  table of which package may import which. The table itself has no circle, so it orders the packages:
+  ``gp <- risk <- engine <- tune <- offline``, with ``oscbo <- lengthscale`` beside ``risk`` and
+  ``benchmarks`` on top.
 """
 
 from __future__ import annotations
@@ -34,10 +39,34 @@ ALLOWED_PRIVATE_ATTRIBUTES = {
     ("*", "_asdict"): "namedtuple API",
     ("*", "_fields"): "namedtuple API",
     # BoTorch's Standardize has no public way to fix its constants: ConditionedGP.to_botorch_model sets the
-    # buffers that Standardize.forward would have set (checked against BoTorch by tests/engine/test_models.py)
-    ("tune_risk.models", "_stdvs_sq"): "BoTorch Standardize internals",
-    ("tune_risk.models", "_is_trained"): "BoTorch Standardize internals",
+    # buffers that Standardize.forward would have set (checked against BoTorch by tests/gp/test_models.py)
+    ("tune_risk.gp.models", "_stdvs_sq"): "BoTorch Standardize internals",
+    ("tune_risk.gp.models", "_is_trained"): "BoTorch Standardize internals",
 }
+
+
+LAYERS: dict[str, set[str]] = {
+    # package -> the packages its modules may import (besides its own modules)
+    "_compat": set(),  # imports BoTorch without JAX: every module that uses BoTorch imports it first
+    "_moved": set(),  # the flat layout's module paths (for old checkpoints)
+    "schedules": set(),
+    "space": set(),  # configurations <-> the unit cube, no Ray
+    "settings": {"schedules"},
+    "gp": {"_compat"},  # GP algebra: no settings, no engine
+    "risk": {"gp", "settings", "_compat"},  # ERAHBO's model
+    "oscbo": {"gp", "_compat"},  # the OSCBO game: on gp's public names only
+    "lengthscale": {"oscbo", "gp"},  # strategies, engine-agnostic
+    "engine": {"risk", "gp", "lengthscale", "oscbo", "settings", "schedules"},  # no Ray
+    "tune": {"engine", "risk", "gp", "settings", "space", "_moved"},  # the Ray Tune adapters
+    "offline": {"tune", "engine", "risk", "gp", "settings", "space", "schedules"},  # table replays
+    "benchmarks": {"engine", "risk", "gp", "lengthscale", "oscbo", "_compat"},  # objectives, the OSCBO loop
+    "cli": {"tune_risk"},  # --version; the subcommands' modules are found by name when it runs
+    "tune_risk": {"engine", "tune", "settings", "_moved"},  # the public face (lazy)
+    "rl_tasks": set(),  # JAX training; imports nothing of tune_risk
+}
+"""Allowed imports between packages: ``gp <- risk <- engine <- tune``, ``offline`` may use ``engine`` and
+``tune``, ``benchmarks``/``oscbo`` build on ``gp``/``risk`` (the OSCBO loop also takes its initial design
+from ``engine.design``), and nothing below ``tune`` imports ``tune`` or ``offline``."""
 
 
 @dataclass(frozen=True)
@@ -254,10 +283,45 @@ def private_member_uses() -> list[str]:
     return found
 
 
+def package_of(module: str) -> str:
+    """``tune_risk.engine.core`` -> ``engine``; ``tune_risk.settings`` -> ``settings``; ``tune_risk`` (its
+    ``__init__``) -> ``tune_risk``; any module of ``rl_tasks`` -> ``rl_tasks``."""
+    parts = module.split(".")
+    if parts[0] != "tune_risk":
+        return parts[0]
+    return parts[1] if len(parts) > 1 else "tune_risk"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """``A -> B  (package a may not import package b)`` for every import between packages not in ``LAYERS``."""
+    found = []
+    for module in sorted(graph):
+        source = package_of(module)
+        for target in sorted(graph[module]):
+            imported = package_of(target)
+            if imported != source and imported not in LAYERS.get(source, set()):
+                found.append(f"{module} -> {target}  (package {source!r} may not import {imported!r})")
+    return found
+
+
+def layer_order(table: dict[str, set[str]]) -> list[str]:
+    """The packages, each after every package it may import; ``ValueError`` if the table has a circle."""
+    order: list[str] = []
+    remaining = dict(table)
+    while remaining:
+        ready = sorted(p for p, allowed in remaining.items() if allowed <= set(order))
+        if not ready:
+            raise ValueError(f"LAYERS has a circle among {sorted(remaining)}")
+        order += ready
+        for package in ready:
+            del remaining[package]
+    return order
+
+
 def test_the_walker_sees_both_packages():
-    assert {"tune_risk.engine", "tune_risk.oscbo.gp", "rl_tasks.cli"} <= set(MODULES)
+    assert {"tune_risk.engine.core", "tune_risk.oscbo.gp", "rl_tasks.cli"} <= set(MODULES)
     graph = import_graph()
-    assert "tune_risk.models" in graph["tune_risk.risk_model"]  # a plain module-level import
+    assert "tune_risk.gp.models" in graph["tune_risk.risk.model"]  # a plain module-level import
     assert "tune_risk.oscbo.gp" in graph["tune_risk.oscbo"]  # a package __init__ re-exporting
 
 
@@ -281,10 +345,63 @@ def test_no_private_members_of_other_objects():
 
 
 @pytest.mark.parametrize("module, found, expected", [
-    ("tune_risk.oscbo.gp", Import("tune_risk.models", ("_cholesky", "DTYPE"), 1), ["_cholesky"]),
-    ("tune_risk.models", Import("tune_risk._compat", (), 1), []),  # a private module inside its own package
-    ("tune_risk.models", Import("tune_risk", ("_compat",), 1), []),
+    ("tune_risk.oscbo.gp", Import("tune_risk.gp.models", ("_cholesky", "DTYPE"), 1), ["_cholesky"]),
+    ("tune_risk.gp.models", Import("tune_risk._compat", (), 1), []),  # a private module inside its own package
+    ("tune_risk.gp.models", Import("tune_risk", ("_compat",), 1), []),
     ("rl_tasks.cli", Import("tune_risk._compat", (), 1), ["_compat"]),  # ... and outside it
 ])
 def test_private_import_rule(module, found, expected):
     assert private_parts(found, module) == expected
+
+
+def test_every_package_has_a_layer():
+    unplaced = sorted({package_of(module) for module in MODULES} - set(LAYERS))
+    assert not unplaced, f"packages missing from LAYERS (say which packages each may import): {unplaced}"
+    assert all(allowed <= set(LAYERS) for allowed in LAYERS.values())
+
+
+def test_the_layers_have_no_circle():
+    order = layer_order(LAYERS)
+    assert order.index("gp") < order.index("risk") < order.index("engine") < order.index("tune") < order.index("offline")
+
+
+def test_imports_go_down_the_layers_only():
+    found = layer_violations(import_graph())
+    assert not found, ("imports against the layer order (move the code, or, if the new dependency is right, "
+                       "add it to LAYERS):\n  " + "\n  ".join(found))
+
+
+@pytest.mark.parametrize("module, target, allowed", [
+    ("tune_risk.risk.model", "tune_risk.gp.models", True),
+    ("tune_risk.offline.replay", "tune_risk.tune.searcher", True),
+    ("tune_risk.engine.core", "tune_risk.engine.records", True),  # inside one package
+    ("tune_risk.gp.exact", "tune_risk.risk.model", False),  # upwards
+    ("tune_risk.engine.core", "tune_risk.tune.searcher", False),  # the engine knows no Ray
+    ("tune_risk.tune.searcher", "tune_risk.offline.replay", False),
+    ("tune_risk.gp.models", "tune_risk.settings", False),  # gp has no settings
+    ("tune_risk.oscbo.gp", "tune_risk.risk.model", False),
+    ("rl_tasks.cli", "tune_risk.engine.core", False),
+])
+def test_layer_rule(module, target, allowed):
+    assert (not layer_violations({module: {target}})) is allowed
+
+
+def test_a_circle_in_the_table_is_refused():
+    with pytest.raises(ValueError, match="circle"):
+        layer_order({**LAYERS, "gp": {"_compat", "engine"}})
+
+
+def moved_paths() -> dict[str, str]:
+    """``tune_risk._moved.MOVED``, read with ``ast`` like everything here."""
+    tree = ast.parse(MODULES["tune_risk._moved"].read_text())
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "MOVED":
+            return ast.literal_eval(node.value)
+    raise AssertionError("tune_risk._moved defines no MOVED")
+
+
+def test_old_module_paths_lead_to_modules_that_exist():
+    moved = moved_paths()
+    assert moved["tune_risk.searcher"] == "tune_risk.tune.searcher"
+    assert not sorted(old for old in moved if old in MODULES), "an old path is a module again: drop it from MOVED"
+    assert not sorted(new for new in moved.values() if new not in MODULES), "MOVED points to a missing module"

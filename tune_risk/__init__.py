@@ -3,29 +3,43 @@
 ``RiskAwareSearch`` (a Ray Tune ``Searcher``) and ``ReplicateScheduler`` (its companion
 ``TrialScheduler``) run ERAHBO: one Tune trial per training seed, mean-variance objective,
 replicates cancelled once a configuration is certified worse than the incumbent. The pure ask/tell
-``Engine`` underneath has no Ray or JAX dependency. This package never imports JAX.
+``Engine`` underneath (``EngineSettings``; ``ask()`` answers a replicate, ``WAIT`` or ``DONE``) has no
+Ray or JAX dependency. This package never imports JAX.
+
+The layers, each importing only those before it (README, "Architecture"): ``gp`` (GP algebra),
+``risk`` (ERAHBO's mean-variance model), ``engine`` (the ask/tell state machine), ``tune`` (the Ray
+Tune adapters), then the applications ``offline`` (table replays) and ``benchmarks``; ``oscbo`` and
+``lengthscale`` (calibrated lengthscales) sit on ``gp`` and below the engine.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tune_risk import _moved
+
+_moved.install()  # the flat layout's module paths, for checkpoints written before the subpackages
+
 __version__ = "0.1.0"
-__all__ = ["Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__", "restore_tuner"]
+__all__ = ["DONE", "WAIT", "Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__",
+           "restore_tuner"]
 
 if TYPE_CHECKING:
-    from tune_risk.engine import Engine
-    from tune_risk.restore import restore_tuner
-    from tune_risk.scheduler import ReplicateScheduler
-    from tune_risk.searcher import RiskAwareSearch
+    from tune_risk.engine.core import Engine
+    from tune_risk.engine.records import DONE, WAIT
     from tune_risk.settings import EngineSettings
+    from tune_risk.tune.restore import restore_tuner
+    from tune_risk.tune.scheduler import ReplicateScheduler
+    from tune_risk.tune.searcher import RiskAwareSearch
 
 _LAZY = {
-    "Engine": "tune_risk.engine",
+    "Engine": "tune_risk.engine.core",
     "EngineSettings": "tune_risk.settings",
-    "RiskAwareSearch": "tune_risk.searcher",
-    "ReplicateScheduler": "tune_risk.scheduler",
-    "restore_tuner": "tune_risk.restore",
+    "DONE": "tune_risk.engine.records",
+    "WAIT": "tune_risk.engine.records",
+    "RiskAwareSearch": "tune_risk.tune.searcher",
+    "ReplicateScheduler": "tune_risk.tune.scheduler",
+    "restore_tuner": "tune_risk.tune.restore",
 }
 
 

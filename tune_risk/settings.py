@@ -121,7 +121,7 @@ class EngineSettings:
         num_restarts / raw_samples: ``optimize_acqf`` settings on the continuous cube.
         seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).
         torch_threads: torch threads for the engine's GP algebra (0: torch's own setting); see
-            ``tune_risk.threads`` for why 1 is the default.
+            ``tune_risk.engine.threads`` for why 1 is the default.
     """
 
     method: str = "erahbo"

@@ -3,7 +3,7 @@
 The GP models of ERAHBO/OSCBO work on ``[0, 1]^d`` (docs/algorithms.md §1.4.1: "the configuration's
 unit-hypercube vector, i.e. the ConfigSpace array"). This module defines the parameter types and the
 exact, deterministic mapping between configurations and unit vectors. It is pure Python + numpy;
-the Ray Tune conversion lives in :mod:`tune_risk.tune_space`.
+the Ray Tune conversion lives in :mod:`tune_risk.tune.space`.
 
 Encoding of one parameter with bounds ``l < u`` (``u`` inclusive for every kind):
 

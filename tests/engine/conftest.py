@@ -22,10 +22,10 @@ from botorch.models import SingleTaskGP
 from gpytorch.kernels import MaternKernel, RBFKernel
 
 from tests.harness import launch_replicates
-from tune_risk.engine import Engine
-from tune_risk.objectives import HeteroscedasticObjective, get_objective, make_pool_table
-from tune_risk.records import DONE, WAIT, ConfigRecord, Replicate
-from tune_risk.risk_model import RiskHyperparameters
+from tune_risk.benchmarks.objectives import HeteroscedasticObjective, get_objective, make_pool_table
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, WAIT, ConfigRecord, Replicate
+from tune_risk.risk.model import RiskHyperparameters
 from tune_risk.settings import EngineSettings
 
 torch.set_num_threads(1)  # the test machine's cores are shared; these problems are tiny

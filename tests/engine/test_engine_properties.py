@@ -25,8 +25,8 @@ from conftest import Cluster, bo_records, pool_of, sampler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tune_risk.engine import Engine
-from tune_risk.records import RunStatus
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import RunStatus
 from tune_risk.settings import EngineSettings
 
 # deeper searches: ENGINE_PROPERTY_EXAMPLES=500 pytest tests/engine/test_engine_properties.py

@@ -33,14 +33,14 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tune_risk.engine import Engine
-from tune_risk.models import GPHyperparameters, fit_hyperparameters
-from tune_risk.objectives import get_objective
-from tune_risk.records import DONE, Replicate
-from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel
+from tune_risk.benchmarks.objectives import get_objective
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, Replicate
+from tune_risk.gp.models import GPHyperparameters, fit_hyperparameters
+from tune_risk.risk.model import RiskData, RiskHyperparameters, RiskModel
+from tune_risk.risk.warping import fit_warp
 from tune_risk.schedules import schedule_value
 from tune_risk.settings import EngineSettings
-from tune_risk.warping import fit_warp
 
 TOL = 1e-8
 

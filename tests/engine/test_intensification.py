@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tests.engine.conftest import pool_of, run_sequential, sampler
-from tune_risk.engine import Engine
-from tune_risk.records import DONE
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE
 from tune_risk.settings import EngineSettings
 
 

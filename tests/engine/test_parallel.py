@@ -25,8 +25,8 @@ from conftest import (
     sampler,
 )
 
-from tune_risk.engine import Engine
-from tune_risk.records import DONE, Replicate, RunStatus
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, Replicate, RunStatus
 from tune_risk.settings import EngineSettings
 
 BASE = {"n_initial": 4, "k_max": 8, "budget": 40, "seed": 3}

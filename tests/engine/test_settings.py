@@ -8,11 +8,11 @@ import re
 import numpy as np
 import pytest
 
-from tune_risk.engine import Engine
-from tune_risk.objectives import get_objective, make_pool_table
-from tune_risk.records import DONE
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE
+from tune_risk.risk.warping import fit_warp
 from tune_risk.settings import EngineSettings
-from tune_risk.warping import fit_warp
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.cli import main
-from tune_risk.objectives import get_objective, make_pool_table
 
 RUNS_COLUMNS = ["table", "method", "repeat", "n_eval", "config_row", "regret", "normalised_regret",
                 "recommended_regret", "normalised_recommended_regret", "cumulative_regret",

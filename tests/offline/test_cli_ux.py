@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.cli import build_parser, main
-from tune_risk.objectives import get_objective, make_pool_table
 from tune_risk.offline import OfflineTable
 from tune_risk.offline.knobs import NOT_FLAGS, engine_overrides, flag_name
 from tune_risk.offline.methods import method_settings

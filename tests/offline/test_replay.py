@@ -8,18 +8,19 @@ import pytest
 import torch
 from ray import tune
 
-from tune_risk.objectives import get_objective, make_pool_table
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.offline.replay import (
     ReplayTask,
     method_settings,
     parse_methods,
     replay_direct,
+    replay_searcher,
     replay_tune,
     rounds_rows,
     runs_rows,
     seed_permutation,
 )
-from tune_risk.warping import fit_warp
+from tune_risk.risk.warping import fit_warp
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,20 @@ def test_direct_and_tune_paths_make_the_same_decisions(ray_session, task, tmp_pa
     tuned = replay_tune(task, space, configs, "erahbo", 0, 50, workers=workers, storage_path=str(tmp_path))
     assert decisions(tuned) == decisions(direct)
     assert [r.incumbent_lcb for r in tuned.engine.records] == [r.incumbent_lcb for r in direct.engine.records]
+
+
+@pytest.mark.parametrize("method, warp", [("erahbo", "pooled"), ("erahbo-exp", "online"), ("rahbo-k2", "pooled"),
+                                          ("gp-ucb", "pooled")])
+def test_the_tune_path_engine_has_the_direct_path_settings(task, method, warp):
+    """``replay_tune``'s searcher is built from the direct path's settings (``RiskAwareSearch.from_settings``)."""
+    space = {f"x{i}": tune.uniform(0.0, 1.0) for i in range(3)}
+    configs = [{f"x{i}": float(x[i]) for i in range(3)} for x in task.points]
+    settings = method_settings(method, 40, seed=2, warp=warp, max_active_configs=1)
+    searcher = replay_searcher(task, space, configs, settings, warp)
+    assert isinstance(searcher.suggest("t0"), dict)
+    direct = replay_direct(task, method, 2, 40, warp=warp, max_active_configs=1).engine
+    assert searcher.engine.settings == direct.settings == settings
+    assert (searcher.engine.warp is task.warp) is (warp == "pooled")
 
 
 def test_common_random_numbers_across_methods(task):

@@ -19,8 +19,8 @@ from ray.tune.search.sample import Categorical, Float, Integer, LogUniform
 
 from tune_risk.offline import OfflineTable
 from tune_risk.offline.table import describe_domain
-from tune_risk.tune_space import TuneSpaceCodec
-from tune_risk.warping import warp_values
+from tune_risk.risk.warping import warp_values
+from tune_risk.tune.space import TuneSpaceCodec
 
 REAL_TABLE = Path(__file__).resolve().parents[2] / "datasets" / "ppo_cartpole.parquet"
 SEEDS = [0, 1, 3, 7]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from tune_risk.models import DTYPE
+from tune_risk.gp.models import DTYPE
 from tune_risk.oscbo import standardize
 
 

@@ -10,7 +10,7 @@ import torch
 from oscbo_helpers import make_data
 
 import tune_risk._compat  # noqa: F401
-from tune_risk.models import DTYPE
+from tune_risk.gp.models import DTYPE
 from tune_risk.oscbo import (
     NOISE,
     FixedGP,

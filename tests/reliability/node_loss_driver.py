@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
     from ray import tune
     from ray.cluster_utils import Cluster
 
-    from tune_risk.scheduler import ReplicateScheduler
+    from tune_risk.tune.scheduler import ReplicateScheduler
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     events = args.workdir / "events.jsonl"

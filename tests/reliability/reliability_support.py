@@ -1,7 +1,7 @@
 """Helpers of the reliability tests: the kill-and-restore harness around ``tune_driver.py``.
 
 ``kill_chain`` starts the driver (``fresh``), SIGKILLs it once the completion log has grown by the
-first kill point, restores it with ``tune_risk.restore.restore_tuner`` in a new driver process
+first kill point, restores it with ``tune_risk.tune.restore.restore_tuner`` in a new driver process
 (killed again at the next point, and so on), and finally lets a last restore finish. A kill is
 either outside Tune's snapshot copy (the harness waits for the copy to finish) or inside it: the
 driver's storage filesystem is then ``tear_fs``'s, armed to stop the next copy of a chosen file
@@ -38,7 +38,7 @@ NAME = "replay"  # the driver's experiment name (tune_driver.NAME)
 # ---------------------------------------------------------------------------------------------- table
 def write_table(path: Path, n_configs: int = 40, n_seeds: int = 8, seed: int = 3) -> Path:
     """A synthetic Hartmann-3 table (configurations x seeds) in the ARLBench long format."""
-    from tune_risk.objectives import get_objective, make_pool_table
+    from tune_risk.benchmarks.objectives import get_objective, make_pool_table
     from tune_risk.offline.table import OfflineTable
 
     X, Y = make_pool_table(get_objective("hartmann3"), n_configs, n_seeds, seed=seed)
@@ -148,7 +148,7 @@ def kill_in_copy(proc: subprocess.Popen, control: Path, tear: dict, timeout: flo
 def snapshot_finished(experiment: Path) -> int:
     """Finished trials (TERMINATED or ERROR) in the newest ``experiment_state`` file in storage (0 while
     there is none or a copy of it is under way)."""
-    from tune_risk.restore import read_experiment_state
+    from tune_risk.tune.restore import read_experiment_state
 
     files = sorted(experiment.glob("experiment_state-*.json"), key=lambda path: path.stat().st_mtime)
     try:
@@ -287,7 +287,7 @@ def check_restore_points(experiment: Path) -> int:
     (Tears the harness made leave unreadable zips, skipped here; an intact zip failing the checks would
     mean the checks disagree with the snapshots Tune really writes.)
     """
-    from tune_risk.restore import PREFIX, check_snapshot, unpack_restore_point
+    from tune_risk.tune.restore import PREFIX, check_snapshot, unpack_restore_point
 
     checked = 0
     for path in sorted(experiment.glob(f"{PREFIX}*.zip")):
@@ -354,8 +354,8 @@ def decisions(engine) -> list[tuple]:
 def check_chain(chain: Chain, table: Path, reference=None) -> dict[str, int]:
     """Assert nothing was lost or counted twice; return the figures of the chain. ``reference``: the
     uninterrupted run's engine (default: ``reference_engine``, the direct replay of ``table``)."""
-    from tune_risk.engine import Engine
-    from tune_risk.records import RunStatus
+    from tune_risk.engine.core import Engine
+    from tune_risk.engine.records import RunStatus
 
     assert chain.final is not None, "the last restore did not write its final state"
     final = chain.final

@@ -9,8 +9,8 @@ Already covered elsewhere (not repeated here; counted in the README's Reliabilit
 ==========================================================  ==================================================
 file                                                        bad input
 ==========================================================  ==================================================
-tests/test_tune_space.py::test_unsupported_spaces_raise...  18 unsupported / empty / malformed Tune spaces
-tests/test_tune_space.py::test_non_dict_space_and_bad...    non-dict space, configs missing / out of range
+tests/tune/test_tune_space.py::test_unsupported_spaces...   18 unsupported / empty / malformed Tune spaces
+tests/tune/test_tune_space.py::test_non_dict_space...       non-dict space, configs missing / out of range
 tests/tune/test_searcher_contract.py                        10 constructor arguments, 3 unsupported domains,
                                                             missing space / metric, scheduler without searcher
 tests/engine/test_settings.py                               every EngineSettings field out of range

@@ -16,9 +16,9 @@ import pandas as pd
 from reliability_support import FAULT_KINDS, fault_of, make_faulty_trainable
 
 from tune_risk import ReplicateScheduler, RiskAwareSearch
-from tune_risk.objectives import get_objective, make_pool_table
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
+from tune_risk.engine.records import RunStatus
 from tune_risk.offline.table import OfflineTable
-from tune_risk.records import RunStatus
 
 NUM_SAMPLES = 60
 FIGURES: dict[str, object] = {}  # read by the soak/README figures

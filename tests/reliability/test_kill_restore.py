@@ -2,7 +2,7 @@
 
 The driver (``tune_driver.py``) is a subprocess with its own Ray; the test SIGKILLs it once its
 completion log has grown by the kill point, restores the run in a new driver
-(``tune_risk.restore.restore_tuner``; killed again at the next point), and lets a last restore
+(``tune_risk.tune.restore.restore_tuner``; killed again at the next point), and lets a last restore
 finish (``reliability_support.kill_chain``). Checked (``check_chain``): every replicate completed
 before a kill is in the final engine state with the same value, no replicate is run twice in the
 final state nor counted twice, Tune's trials are the searcher's runs, the decisions equal an

@@ -24,8 +24,8 @@ import pytest
 from pool_driver import BUDGET, REPEAT, WORKERS
 from reliability_support import decisions, reference_engine, run_node_loss, write_table
 
-from tune_risk.engine import Engine
-from tune_risk.records import RunStatus
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import RunStatus
 
 pytestmark = pytest.mark.skipif(os.environ.get("RELIABILITY_SOAK") != "1",
                                 reason="soak test: make soak (RELIABILITY_SOAK=1)")

@@ -1,4 +1,4 @@
-"""``tune_risk.restore``: restore points of a real Tune run, and the repair of torn or mixed snapshots.
+"""``tune_risk.tune.restore``: restore points of a real Tune run, and the repair of torn or mixed snapshots.
 
 One real Ray Tune 2.60 run (``tune_driver``'s replay, in this process, a snapshot every step) gives
 an experiment directory with Tune's files and tune_risk's restore points; each test damages a copy
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from reliability_support import write_table
 
-from tune_risk import restore as rp
-from tune_risk.restore import (
+from tune_risk.tune import restore as rp
+from tune_risk.tune.restore import (
     RestorePoints,
     Snapshot,
     SnapshotError,

@@ -32,9 +32,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.harness import launch_replicates
-from tune_risk.engine import Engine
-from tune_risk.objectives import get_objective, make_pool_table
-from tune_risk.records import Replicate, RunStatus
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import Replicate, RunStatus
 from tune_risk.settings import EngineSettings
 
 MAX_EXAMPLES = int(os.environ.get("TELL_FUZZ_EXAMPLES", "25"))

@@ -5,7 +5,7 @@
 
 ``fresh`` starts the run (``RiskAwareSearch`` with the table's rows as ``candidates`` +
 ``ReplicateScheduler``, the trainable reading the table, ``storage_path=DIR``); ``restore`` continues
-it with ``tune_risk.restore.restore_tuner(DIR/NAME, trainable=...)`` (``--restore-with ray``: plain
+it with ``tune_risk.tune.restore.restore_tuner(DIR/NAME, trainable=...)`` (``--restore-with ray``: plain
 ``tune.Tuner.restore``) and appends its repair report to ``--log``'s ``.repairs`` file. With
 ``--tear-control C`` Tune's storage filesystem is ``tear_fs``'s, which the test arms through ``C`` to
 stop a snapshot copy half-way (a kill inside the copy window). Every finished trial (complete or error) is
@@ -130,7 +130,7 @@ def make_searcher(table, task, budget: int, repeat: int):
     """``RiskAwareSearch`` over the table's rows (``candidates``) with the replay's ERAHBO settings, and the
     ``num_samples`` to give Tune (a cap well above what the budget uses: the searcher's FINISHED ends the run)."""
     from tune_risk.offline.replay import ROW_KEY, check_budget, method_settings
-    from tune_risk.searcher import RiskAwareSearch
+    from tune_risk.tune.searcher import RiskAwareSearch
 
     settings = method_settings(METHOD, budget, seed=repeat, **OVERRIDES)
     check_budget(task, settings)
@@ -161,7 +161,7 @@ def restore(args: argparse.Namespace, trainable):
     path, fs = str(args.storage / NAME), storage_filesystem(args)
     if args.restore_with == "ray":
         return tune.Tuner.restore(path, trainable=trainable, storage_filesystem=fs)
-    from tune_risk.restore import repair_experiment, restore_tuner
+    from tune_risk.tune.restore import repair_experiment, restore_tuner
 
     report = repair_experiment(path, fs)  # restore_tuner repeats it: a no-op on a consistent snapshot
     append_line(f"{args.log}.repairs", {**report.to_dict(), "pid": os.getpid()})
@@ -171,7 +171,7 @@ def restore(args: argparse.Namespace, trainable):
 def build_tuner(args: argparse.Namespace, task, table):
     from ray import tune
 
-    from tune_risk.scheduler import ReplicateScheduler
+    from tune_risk.tune.scheduler import ReplicateScheduler
 
     searcher, max_runs = make_searcher(table, task, args.budget, args.repeat)
     return tune.Tuner(

@@ -192,7 +192,7 @@ def test_a_worker_killed_mid_chunk_in_a_search_is_a_failed_replicate_and_is_repl
     from ray import tune
 
     from tune_risk import ReplicateScheduler, RiskAwareSearch
-    from tune_risk.records import RunStatus
+    from tune_risk.engine.records import RunStatus
 
     handles = {ray.get(worker.warm.remote()): worker for worker in pool.workers()}
     started = pool.workers_started()

@@ -98,7 +98,7 @@ def test_describe_space_is_json_ready() -> None:
 
 @pytest.mark.parametrize("name", SPACE_NAMES)
 def test_spaces_round_trip_through_the_searchers_codec(name: str) -> None:
-    tune_space = pytest.importorskip("tune_risk.tune_space")
+    tune_space = pytest.importorskip("tune_risk.tune.space")
     algo, env = next((a, e) for a, e in tasks() if space_name(a, e) == name)
     space = get_space(algo, env)
     codec = tune_space.TuneSpaceCodec.from_param_space(space)

@@ -44,8 +44,8 @@ def test_ppo_cartpole_under_tune_seeds_differ_and_repeat(ray_cluster) -> None:
 
 
 def test_trainable_under_risk_aware_search(ray_cluster) -> None:
-    searcher_mod = pytest.importorskip("tune_risk.searcher")
-    scheduler_mod = pytest.importorskip("tune_risk.scheduler")
+    searcher_mod = pytest.importorskip("tune_risk.tune.searcher")
+    scheduler_mod = pytest.importorskip("tune_risk.tune.scheduler")
     searcher = searcher_mod.RiskAwareSearch(n_initial=2, k_min=2, k_max=4, random_state_seed=0)
     space = {**get_space("ppo", "CartPole-v1"), "minibatch_size": MINIBATCH}
     trainable = make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES)

@@ -23,7 +23,7 @@ from ray.tune.logger import JsonLoggerCallback, TBXLoggerCallback
 from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 
 from tune_risk import ReplicateScheduler, RiskAwareSearch
-from tune_risk.records import RunStatus
+from tune_risk.engine.records import RunStatus
 
 ROOT = Path(__file__).parents[2]
 SPACE = {"x": tune.uniform(0.0, 1.0)}

@@ -13,7 +13,7 @@ from ray.tune.search import ConcurrencyLimiter
 
 from tests.tune.trainables import make_noisy_trainable
 from tune_risk import Engine, EngineSettings, ReplicateScheduler, RiskAwareSearch
-from tune_risk.records import DONE, RunStatus
+from tune_risk.engine.records import DONE, RunStatus
 
 SPACE = {"x": tune.uniform(0.0, 1.0), "opt": tune.choice(["a", "b"]), "const": 3}
 

@@ -37,15 +37,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tune_risk.acquisition import maximize_on_unit_cube
 from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
 from tune_risk.benchmarks.tasks import Task
-from tune_risk.design import sobol_points
-from tune_risk.exact_gp import DTYPE, standardize
+from tune_risk.engine.design import sobol_points
+from tune_risk.gp.exact import DTYPE, standardize
 from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.gp import NOISE
 from tune_risk.oscbo.losses import round_losses
+from tune_risk.risk.acquisition import maximize_on_unit_cube
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 import torch
 
 from tune_risk.benchmarks.loop import RUNNING_FIELDS, add_running_diagnostics
-from tune_risk.exact_gp import DTYPE
+from tune_risk.gp.exact import DTYPE
 from tune_risk.oscbo import NOISE, fit_lengthscale_mll, standardize
 
 STORE_FILE = "runs.parquet"

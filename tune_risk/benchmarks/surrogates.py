@@ -19,7 +19,7 @@ from scipy.stats import norm
 from torch import Tensor
 
 import tune_risk._compat  # noqa: F401
-from tune_risk.exact_gp import DTYPE
+from tune_risk.gp.exact import DTYPE
 from tune_risk.oscbo.gp import NOISE, THETA_BOUNDS, FixedGP
 from tune_risk.oscbo.oracle import fit_lengthscale_mll
 

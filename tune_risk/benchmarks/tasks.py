@@ -29,9 +29,9 @@ import torch
 # isort: off
 import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
 # isort: on
+from tune_risk.benchmarks.objectives import hartmann_function
 from tune_risk.benchmarks.tabular import TabularOracle
 from tune_risk.benchmarks.unavailable import TaskUnavailable
-from tune_risk.objectives import hartmann_function
 
 TASKS = ("levy5", "hartmann3", "hartmann6", "lunar12", "concrete7", "material5", "crossbarrel4")
 

@@ -13,7 +13,7 @@ A replay of method ``m``, repetition ``r``:
 
 Two paths make the same decisions for the same seed (a test checks):
 
-* ``replay_direct``: a discrete-event loop with ``W`` simulated workers (``tune_risk.simulate``);
+* ``replay_direct``: a discrete-event loop with ``W`` simulated workers (``tune_risk.engine.simulate``);
   run times come from the table's ``wall_time`` when present, else a log-normal(0, 0.5) per
   (configuration, seed) draw (deterministic): long enough tails to reorder results;
 * ``replay_tune``: a real Ray Tune run of ``RiskAwareSearch`` + ``ReplicateScheduler`` whose
@@ -24,21 +24,24 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tune_risk.engine import Engine
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import Replicate, sample_mean_variance
+from tune_risk.engine.simulate import simulate
 from tune_risk.offline.methods import PAPER_METHODS, WARPS, check_replayable, method_settings, parse_methods
-from tune_risk.records import Replicate, sample_mean_variance
+from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.settings import EngineSettings
-from tune_risk.simulate import simulate
-from tune_risk.warping import FrozenWarp, fit_warp
+
+if TYPE_CHECKING:
+    from tune_risk.tune.searcher import RiskAwareSearch
 
 ROW_KEY = "table_row"
 __all__ = ["PAPER_METHODS", "ROW_KEY", "WARPS", "ReplayResult", "ReplayTask", "bo_runs_launched", "check_budget",
-           "method_settings", "parse_methods", "replay_direct", "replay_trainable", "replay_tune", "rounds_rows",
-           "runs_rows", "seed_permutation"]  # method names live in tune_risk.offline.methods (torch-free)
+           "method_settings", "parse_methods", "replay_direct", "replay_searcher", "replay_trainable", "replay_tune",
+           "rounds_rows", "runs_rows", "seed_permutation"]  # method names live in tune_risk.offline.methods (torch-free)
 
 
 def seed_permutation(repeat: int, row: int, n_seeds: int) -> np.ndarray:
@@ -161,24 +164,11 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
     """
     from ray import tune
 
-    from tune_risk.scheduler import ReplicateScheduler
-    from tune_risk.searcher import RiskAwareSearch
+    from tune_risk.tune.scheduler import ReplicateScheduler
 
     settings = method_settings(method, budget, seed=repeat, warp=warp, **overrides)
     check_budget(task, settings)
-    candidates = [{**config, ROW_KEY: i} for i, config in enumerate(configs)]
-    options = {k: v for k, v in settings.to_dict().items()
-               if k not in ("method", "alpha", "k_min", "k_max", "beta", "beta_stop", "beta_stop_schedule",
-                            "n_initial", "lengthscale", "seed", "k_init", "common_random_numbers", "budget", "warp")}
-    searcher = RiskAwareSearch(
-        space, metric="return", mode="max", method=settings.method, alpha=settings.alpha,
-        k_min=settings.k_min if settings.method == "erahbo" else None,  # fixed-k methods take k = k_max
-        k_max=settings.k_max, beta=settings.beta, beta_stop=settings.beta_stop,
-        beta_stop_schedule=settings.beta_stop_schedule, n_initial=settings.n_initial,
-        random_state_seed=repeat, k_init=settings.replicates_initial, common_random_numbers=True,
-        candidates=candidates, budget=budget, warp=task.warp if warp == "pooled" else None, seed_key=seed_key,
-        **options,
-    )
+    searcher = replay_searcher(task, space, configs, settings, warp, seed_key)
     max_runs = settings.n_initial * settings.replicates_initial + budget * 4  # generous; FINISHED ends it
     tuner = tune.Tuner(
         replay_trainable(task, repeat, seed_key=seed_key),
@@ -192,6 +182,18 @@ def replay_tune(task: ReplayTask, space: dict, configs: list[dict], method: str,
     engine = searcher.engine
     compute = [float("nan")] * engine.n_used  # Tune's timing is not the simulated clock
     return ReplayResult(task.name, method, repeat, engine, compute, float("nan"))
+
+
+def replay_searcher(task: ReplayTask, space: dict, configs: list[dict], settings: EngineSettings, warp: str = "pooled",
+                    seed_key: str = "seed") -> RiskAwareSearch:
+    """The ``RiskAwareSearch`` of ``replay_tune``: its engine runs with exactly ``settings`` (those of
+    ``replay_direct``), proposes the table's rows (candidates, ``config[ROW_KEY]`` = row) and gets the
+    table's pooled warp (``warp="pooled"``) or fits its own (``"online"``)."""
+    from tune_risk.tune.searcher import RiskAwareSearch
+
+    candidates = [{**config, ROW_KEY: i} for i, config in enumerate(configs)]
+    return RiskAwareSearch.from_settings(settings, space, metric="return", mode="max", candidates=candidates,
+                                         warp=task.warp if warp == "pooled" else None, seed_key=seed_key)
 
 
 def runs_rows(result: ReplayResult, task: ReplayTask) -> list[dict[str, Any]]:

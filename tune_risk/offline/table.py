@@ -36,6 +36,7 @@ import pandas as pd
 from ray import tune
 from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUniform, Quantized
 
+from tune_risk.engine.records import sample_mean_variance
 from tune_risk.offline.formats import (
     HP_PREFIX,
     MISSING_POLICIES,
@@ -50,9 +51,8 @@ from tune_risk.offline.formats import (
     table_error,
 )
 from tune_risk.offline.paths import file_kind
-from tune_risk.records import sample_mean_variance
-from tune_risk.tune_space import TuneSpaceCodec
-from tune_risk.warping import warp_values
+from tune_risk.risk.warping import warp_values
+from tune_risk.tune.space import TuneSpaceCodec
 
 __all__ = ["OfflineTable", "describe_domain", "domain_from_description", "infer_space"]
 

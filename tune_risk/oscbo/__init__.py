@@ -7,7 +7,7 @@
 * ``game``: FTPL primal, OMD dual, the play/recovery latch and the threshold ``M`` (S3).
 """
 
-from tune_risk.exact_gp import standardize
+from tune_risk.gp.exact import standardize
 from tune_risk.oscbo.game import GameData, OSCBOConfig, OSCBOGame, nlml_balanced_lambda, omd_step, threshold_M
 from tune_risk.oscbo.gp import NOISE, THETA_BOUNDS, FixedGP
 from tune_risk.oscbo.losses import (

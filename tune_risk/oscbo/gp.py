@@ -8,7 +8,7 @@ hyperparameter. Posteriors use the explicit formulas (OSCBO eqs. 1-2)::
     mu(x)      = k(x, X) (K + diag(noise))^-1 y
     sigma^2(x) = 1 - k(x, X) (K + diag(noise))^-1 k(X, x)
 
-with one Cholesky factor (``tune_risk.exact_gp``, shared with ERAHBO's GPs); ``to_botorch_model`` builds the equivalent ``SingleTaskGP`` and the tests
+with one Cholesky factor (``tune_risk.gp.exact``, shared with ERAHBO's GPs); ``to_botorch_model`` builds the equivalent ``SingleTaskGP`` and the tests
 assert both agree (§5 item 19). Everything is float64 and differentiable in the query points and
 in ``theta``.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE, ExactPosterior
+from tune_risk.gp.exact import DTYPE, ExactPosterior
 
 NOISE = 0.01  # sigma^2 of OSCBO Table S1, in standardised output units
 THETA_BOUNDS = (0.025, 10.0)  # Theta on normalised inputs (O-14)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE, cholesky_with_jitter, kernel_matrix
+from tune_risk.gp.exact import DTYPE, cholesky_with_jitter, kernel_matrix
 from tune_risk.oscbo.gp import as_theta, noise_vector
 
 

@@ -36,13 +36,13 @@ import numpy as np
 import pandas as pd
 from ray.tune.search import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, Searcher
 
-from tune_risk.engine import Engine
-from tune_risk.records import DONE, WAIT, ConfigRecord, RunStatus
-from tune_risk.reporting import config_rows
-from tune_risk.restore import RestorePoints
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, WAIT, ConfigRecord, RunStatus
+from tune_risk.engine.reporting import config_rows
+from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
-from tune_risk.tune_space import TuneSpaceCodec, copy_dicts
-from tune_risk.warping import FrozenWarp
+from tune_risk.tune.restore import RestorePoints
+from tune_risk.tune.space import TuneSpaceCodec, copy_dicts
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,9 @@ _OWN_FIELDS = frozenset({
 _MAX_INTENSIFY_FRACTION = 0.5
 _ITERATION = "training_iteration"
 _RENAMED = {"seed": "random_state_seed"}  # EngineSettings names that RiskAwareSearch spells differently
+# Arguments of RiskAwareSearch that are not engine settings: what from_settings takes besides the settings.
+TUNE_ARGUMENTS = ("space", "metric", "mode", "seed_key", "config_id_key", "points_to_evaluate", "evaluated_rewards",
+                  "candidates", "warp")
 
 
 class RiskAwareSearch(Searcher):
@@ -88,7 +91,7 @@ class RiskAwareSearch(Searcher):
         max_active_configs: configurations sampled at once (default ``ceil(W / k_min)`` with ``W``
             the trial concurrency, 2 if unknown); 1 reproduces the sequential algorithm's decisions.
             Above 1, pending configurations steer only the choice of the next one (fantasies);
-            every certificate rests on data, under its own round's model (``tune_risk.engine``).
+            every certificate rests on data, under its own round's model (``tune_risk.engine.core``).
         budget: replicate-run budget when Tune does not pass ``num_samples`` (space given here).
         config_id_key: config key that receives the configuration's id (the same for all its
             replicates, so Tune's loggers, TensorBoard, W&B or MLflow can group them); ``None``: none.
@@ -101,6 +104,9 @@ class RiskAwareSearch(Searcher):
             fitted on the initial design and re-fitted at a round start once returns leave its range.
         **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``,
             ``budget_unit="samples"`` to charge only incorporated replicates as in the paper).
+
+    ``RiskAwareSearch.from_settings(settings, ...)`` builds a searcher whose engine has exactly the
+    given ``EngineSettings`` instead (the offline replay's Tune path does).
     """
 
     def __init__(
@@ -172,9 +178,35 @@ class RiskAwareSearch(Searcher):
         self._engine: Engine | None = None
         self._trial_to_run: dict[str, int] = {}
         self._run_to_trial: dict[int, str] = {}
-        self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.restore)
+        self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.tune.restore)
         if space:
             self._codec = TuneSpaceCodec.from_param_space(self._check_space(space))
+
+    @classmethod
+    def from_settings(cls, settings: EngineSettings, space: dict | None = None, metric: str | None = None,
+                      mode: str | None = None, **tune_kwargs: Any) -> RiskAwareSearch:
+        """A searcher whose engine runs with exactly ``settings``, every field as given.
+
+        The constructor's own defaults do not apply: ``budget_unit`` stays the settings' (``"samples"``
+        by default, the paper's unit, where the constructor charges ``"runs"``), and so do ``k_init``,
+        ``max_active_configs`` (1 by default: the sequential decisions), ``intensify`` (runs) and ``seed``.
+        One exception: with ``settings.budget=None`` the engine's budget is Tune's ``num_samples``, as for a
+        searcher built by the constructor.
+
+        ``tune_kwargs`` are the arguments that are not engine settings (``TUNE_ARGUMENTS``): ``seed_key``,
+        ``config_id_key``, ``points_to_evaluate``, ``evaluated_rewards``, ``candidates`` and ``warp`` (a
+        pre-fitted ``FrozenWarp``).
+        """
+        if not isinstance(settings, EngineSettings):
+            raise TypeError(f"RiskAwareSearch.from_settings: settings must be EngineSettings, got {settings!r:.100}")
+        for name in tune_kwargs:
+            if name not in TUNE_ARGUMENTS:
+                raise TypeError(f"RiskAwareSearch.from_settings() got the keyword argument {name!r}, which is not a "
+                                f"Tune argument ({', '.join(TUNE_ARGUMENTS)}); engine settings come from settings")
+        searcher = cls(space, metric, mode, random_state_seed=settings.seed, budget=settings.budget,
+                       max_active_configs=settings.max_active_configs, intensify=settings.intensify, **tune_kwargs)
+        searcher._settings = settings  # verbatim; the three fields above also size the engine (_build_engine)
+        return searcher
 
     # ------------------------------------------------------------------ Ray Searcher API
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
@@ -293,7 +325,7 @@ class RiskAwareSearch(Searcher):
     def results(self) -> pd.DataFrame:
         """One row per configuration: parameters (``config/<name>``), replicate counts, statistics, bounds.
 
-        Units are in the column names (``tune_risk.reporting``): ``metric_mean``, ``metric_std``,
+        Units are in the column names (``tune_risk.engine.reporting``): ``metric_mean``, ``metric_std``,
         ``metric_variance`` in the metric's own units; ``warped_mean``, ``warped_variance``,
         ``warped_mv``, ``warped_lcb_mv``, ``warped_ucb_mv`` on the warped scale the engine maximises
         (``mode="min"`` metrics are negated before warping). ``status`` is running or done, and
@@ -320,7 +352,7 @@ class RiskAwareSearch(Searcher):
     # ------------------------------------------------------------------ persistence (Ray style)
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         """Tune's snapshot of the searcher, marked with its trial list's digest; first writes the previous
-        snapshot as a restore point (``tune_risk.restore``: ``restore_tuner`` repairs a torn snapshot)."""
+        snapshot as a restore point (``tune_risk.tune.restore``: ``restore_tuner`` repairs a torn snapshot)."""
         self.__dict__.setdefault("_restore_points", RestorePoints())  # states pickled before restore points
         self._restore_points.before_searcher_save(checkpoint_dir, session_str)
         super().save_to_dir(checkpoint_dir, session_str)
@@ -331,7 +363,16 @@ class RiskAwareSearch(Searcher):
 
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as file:
-            self.set_state(pickle.load(file))
+            try:
+                state = pickle.load(file)
+            except (ModuleNotFoundError, AttributeError) as error:  # a class this tune_risk does not have
+                if "tune_risk" not in str(error):
+                    raise
+                raise ValueError(
+                    f"RiskAwareSearch: cannot restore {checkpoint_path}: {error}. The file was written by another "
+                    "version of tune_risk, whose classes this one lacks (files of the flat module layout of 0.1.0 "
+                    "load: tune_risk._moved); restore it with the version that wrote it") from error
+        self.set_state(state)
 
     def get_state(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k != "_engine"}
@@ -463,7 +504,7 @@ def _check_arguments(candidates: Any, points_to_evaluate: Any, evaluated_rewards
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
     if warp is not None and not isinstance(warp, FrozenWarp):
-        raise ValueError(f"warp must be a FrozenWarp (e.g. tune_risk.warping.fit_warp(returns)) or None, got {warp!r:.100}")
+        raise ValueError(f"warp must be a FrozenWarp (e.g. tune_risk.risk.warping.fit_warp(returns)) or None, got {warp!r:.100}")
     for i, reward in enumerate(evaluated_rewards or []):
         for value in reward if isinstance(reward, list | tuple | np.ndarray) else [reward]:
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tune_risk.risk_model import RiskHyperparameters
-from tune_risk.snapshots import ModelSnapshot
-from tune_risk.warping import FrozenWarp
+from tune_risk.engine.snapshots import ModelSnapshot
+from tune_risk.risk.model import RiskHyperparameters
+from tune_risk.risk.warping import FrozenWarp
 
 STATE_VERSION = 2
 """Version 2 (model snapshots): every warp used (re-fits in order), whether the engine fits the warp

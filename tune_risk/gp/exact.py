@@ -1,4 +1,4 @@
-"""Exact GP algebra with fixed hyperparameters, shared by ERAHBO's two GPs (``models.ConditionedGP``,
+"""Exact GP algebra with fixed hyperparameters, shared by ERAHBO's two GPs (``gp.models.ConditionedGP``,
 docs/algorithms.md §1.4) and OSCBO's GP (``oscbo.gp.FixedGP``, §3.1).
 
 A GP with unit amplitude (``k(x, x) = 1``), prior mean 0 and kernel ``k`` (RBF or Matérn-5/2 with ARD
@@ -10,7 +10,7 @@ lengthscales), conditioned on residuals ``r`` at inputs ``X`` with per-point noi
 
 Outputs are standardised as BoTorch's ``Standardize`` does: ``ỹ = (y - mean(y)) / std(y)`` (unbiased
 std, 1 when degenerate). Everything is float64 and differentiable in the query points and in the
-lengthscale. No BoTorch model here: this is the part both GPs compute by hand (``models`` says why).
+lengthscale. No BoTorch model here: this is the part both GPs compute by hand (``gp.models`` says why).
 """
 
 from __future__ import annotations

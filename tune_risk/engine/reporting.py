@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from tune_risk.exact_gp import DTYPE
-from tune_risk.records import RunStatus
+from tune_risk.engine.records import RunStatus
+from tune_risk.gp.exact import DTYPE
 
 if TYPE_CHECKING:
-    from tune_risk.engine import Engine
+    from tune_risk.engine.core import Engine
 
 _CANCELLED = (RunStatus.CANCELLED, RunStatus.CANCEL_REQUESTED, RunStatus.DISCARDED)
 _RUN_COLUMN = {

@@ -1,6 +1,6 @@
 """Restore a Ray Tune experiment after a crash, even one during Tune's copy of a snapshot.
 
-    from tune_risk.restore import restore_tuner
+    from tune_risk.tune.restore import restore_tuner
     tuner = restore_tuner("/results/my_run", trainable=train)   # instead of tune.Tuner.restore
     tuner.fit()
 
@@ -74,6 +74,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
+
+from tune_risk import _moved
 
 logger = logging.getLogger(__name__)
 
@@ -320,7 +322,9 @@ def searcher_marks(state: Any) -> RestorePoints | None:
     for value in state.values() if isinstance(state, dict) else ():
         if isinstance(value, RestorePoints):
             return value
-        if isinstance(value, Opaque) and value.origin == origin and isinstance(value.state, dict):
+        # a searcher file of the flat module layout names the class tune_risk.restore.RestorePoints
+        current = (_moved.current_module(value.origin[0]), value.origin[1]) if isinstance(value, Opaque) else None
+        if current == origin and isinstance(value.state, dict):
             marks = RestorePoints()
             marks.__setstate__(value.state)
             return marks

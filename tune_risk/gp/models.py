@@ -1,10 +1,10 @@
-"""The two GPs of ERAHBO: hyperparameter fitting (BoTorch MAP) and exact conditioning with frozen
-hyperparameters (docs/algorithms.md §1.4).
+"""GPs with frozen hyperparameters: MAP fitting with BoTorch and exact conditioning (docs/algorithms.md §1.4).
+
+ERAHBO's two GPs are built from these pieces (``tune_risk.risk.model`` adds what is ERAHBO's: which
+targets, and eq. 19's per-point noise):
 
 * ``G_var`` models the sample variances ``s2_c`` of the configurations (homoscedastic noise, §1.4.2).
-* ``G_f`` models the sample means ``m_c`` with fixed heteroscedastic noise (ERAHBO eq. 19, §1.4.3)::
-
-      Sigma_c = clip(UCB_var(x_c), eps, rho_bar^2) / k_c,   UCB_var = mu_var + kappa_acq * sigma_var
+* ``G_f`` models the sample means ``m_c`` with fixed heteroscedastic noise (ERAHBO eq. 19, §1.4.3).
 
 Hyperparameters are MAP-fitted by BoTorch (``SingleTaskGP`` with the Hvarfner dimension-scaled
 lengthscale prior, ``fit_gpytorch_mll``) on the initial design and then frozen (A-7). Conditioning
@@ -40,8 +40,7 @@ from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE, ExactPosterior, standardization_constants
-from tune_risk.settings import EngineSettings
+from tune_risk.gp.exact import DTYPE, ExactPosterior, standardization_constants
 
 logger = logging.getLogger(__name__)
 
@@ -182,21 +181,3 @@ def _fixed_standardize(mean: float, std: float) -> Standardize:
     transform._stdvs_sq = transform.stdvs.pow(2)
     transform._is_trained = torch.tensor(True)
     return transform.eval()
-
-
-def variance_gp_noise(k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor | None:
-    """Noise of ``G_var`` in raw units (A-6): learned (``None``), the uniform bound
-    ``R^2 = 2 rho_bar^4 / (k_min - 1)`` or the k-aware ``2 rho_bar^4 / (k_c - 1)`` (App. A, Ass. 2)."""
-    if settings.var_noise == "learned":
-        return None
-    k_eff = torch.full_like(k, settings.k_min) if settings.var_noise == "theory" else k
-    return 2.0 * rho_bar_sq**2 / (k_eff - 1.0)
-
-
-def mean_gp_noise(ucb_var: Tensor, s2: Tensor, k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor:
-    """Fixed noise ``Sigma_c`` of ``G_f`` (A-4): ERAHBO eq. 19, the plug-in ``s2/k`` or RAHBO's code ``s2``."""
-    if settings.mean_noise == "eq19":
-        return ucb_var.clamp(NOISE_FLOOR, rho_bar_sq) / k  # ERAHBO eq. 19
-    if settings.mean_noise == "plugin":
-        return s2.clamp_min(NOISE_FLOOR) / k
-    return s2.clamp_min(NOISE_FLOOR)

@@ -17,8 +17,8 @@ from gpytorch.kernels import MaternKernel, RBFKernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tune_risk.exact_gp import kernel_matrix, standardization_constants
-from tune_risk.models import NOISE_FLOOR, ConditionedGP, GPHyperparameters, fit_hyperparameters
+from tune_risk.gp.exact import kernel_matrix, standardization_constants
+from tune_risk.gp.models import NOISE_FLOOR, ConditionedGP, GPHyperparameters, fit_hyperparameters
 
 KERNELS = ["rbf", "matern52"]
 

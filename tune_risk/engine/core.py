@@ -14,7 +14,7 @@ Algorithm (ERAHBO §1.10, parallel semantics §2):
 1. Initial design: ``n_initial`` scrambled-Sobol points (snapped to the pool), ``k_init`` replicates
    each, all launchable at once. When complete, the output warp (online mode) and the GP
    hyperparameters are fitted (§1.2, §1.4.4).
-2. Round ``t`` starts with a *model snapshot* (``tune_risk.snapshots``): at this round boundary, and
+2. Round ``t`` starts with a *model snapshot* (``tune_risk.engine.snapshots``): at this round boundary, and
    only here, the online warp is re-fitted on all data if returns have left the range it was fitted
    on, the hyperparameters are re-fitted (warm-started) if ``refit="every_round"`` or the warp
    changed, and a lengthscale strategy plays. Every decision of the round uses that snapshot:
@@ -54,11 +54,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from tune_risk.acquisition import argmax_pool, maximize_continuous
-from tune_risk.design import check_pool, snap_to_pool, sobol_points
-from tune_risk.exact_gp import DTYPE
-from tune_risk.lengthscale.engine_hooks import EngineLengthscale
-from tune_risk.records import (
+from tune_risk.engine.design import check_pool, snap_to_pool, sobol_points
+from tune_risk.engine.lengthscale import EngineLengthscale
+from tune_risk.engine.records import (
     DONE,
     WAIT,
     ConfigRecord,
@@ -70,13 +68,15 @@ from tune_risk.records import (
     SlotState,
     sample_statistics,
 )
-from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel, fit_risk_hyperparameters, mv_bounds
+from tune_risk.engine.snapshots import ModelSnapshot, outside_support
+from tune_risk.engine.state import STATE_VERSION, current_state
+from tune_risk.engine.threads import engine_threads
+from tune_risk.gp.exact import DTYPE
+from tune_risk.risk.acquisition import argmax_pool, maximize_continuous
+from tune_risk.risk.model import RiskData, RiskHyperparameters, RiskModel, fit_risk_hyperparameters, mv_bounds
+from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.schedules import schedule_value
 from tune_risk.settings import EngineSettings
-from tune_risk.snapshots import ModelSnapshot, outside_support
-from tune_risk.state import STATE_VERSION, current_state
-from tune_risk.threads import engine_threads
-from tune_risk.warping import FrozenWarp, fit_warp
 
 logger = logging.getLogger(__name__)
 
@@ -359,7 +359,7 @@ class Engine:
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict[str, Any]:
-        """Exact, picklable, versioned state (plain Python containers, ``tune_risk.state``).
+        """Exact, picklable, versioned state (plain Python containers, ``tune_risk.engine.state``).
 
         Models are not stored: they are a pure function of the data and a round's snapshot (warp,
         hyperparameters, ``rho_bar^2``) and are rebuilt on demand, bit for bit.

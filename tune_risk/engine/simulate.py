@@ -13,8 +13,8 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tune_risk.engine import Engine
-from tune_risk.records import DONE, WAIT, Replicate
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE, WAIT, Replicate
 
 Evaluate = Callable[[Replicate], tuple[float | None, float]]
 """``replicate -> (return or None for a failed run, run time)``."""

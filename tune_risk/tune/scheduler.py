@@ -24,7 +24,7 @@ from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining, TrialSch
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
 
-    from tune_risk.searcher import RiskAwareSearch
+    from tune_risk.tune.searcher import RiskAwareSearch
 
 
 class ReplicateScheduler(TrialScheduler):
@@ -39,7 +39,7 @@ class ReplicateScheduler(TrialScheduler):
     """
 
     def __init__(self, searcher: RiskAwareSearch, base: TrialScheduler | None = None) -> None:
-        from tune_risk.searcher import RiskAwareSearch
+        from tune_risk.tune.searcher import RiskAwareSearch
 
         if not isinstance(searcher, RiskAwareSearch):
             raise TypeError(

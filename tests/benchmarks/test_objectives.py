@@ -1,4 +1,4 @@
-"""Tests for tune_risk.objectives: synthetic heteroscedastic objectives with known f and ρ² (ERAHBO eqs. 1–5)."""
+"""Tests for tune_risk.benchmarks.objectives: synthetic heteroscedastic objectives with known f and ρ² (ERAHBO eqs. 1–5)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from tune_risk.objectives import (
+from tune_risk.benchmarks.objectives import (
     BRANIN_LOWER,
     BRANIN_MAXIMISERS,
     BRANIN_WIDTH,

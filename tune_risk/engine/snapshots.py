@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tune_risk.risk_model import RiskHyperparameters
-from tune_risk.warping import FrozenWarp
+from tune_risk.risk.model import RiskHyperparameters
+from tune_risk.risk.warping import FrozenWarp
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,11 @@
 
 Given the evaluated configurations ``D = {(x_c, m_c, s2_c, k_c)}`` and frozen hyperparameters,
 ``RiskModel`` conditions ``G_var`` on the sample variances, derives eq. 19's per-point noise for the
-mean GP, conditions ``G_f`` on the sample means, and returns for any ``x``::
+mean GP (``mean_gp_noise``; ``variance_gp_noise`` is ``G_var``'s, A-6)::
+
+    Sigma_c = clip(UCB_var(x_c), eps, rho_bar^2) / k_c,   UCB_var = mu_var + kappa_acq * sigma_var
+
+conditions ``G_f`` on the sample means, and returns for any ``x``::
 
     UCB^MV(x; kappa) = UCB_f(x) - alpha * LCB_var(x)        (eq. 9, 23)
     LCB^MV(x; kappa) = LCB_f(x) - alpha * UCB_var(x)        (eq. 9, 24)
@@ -18,14 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from tune_risk.models import (
-    DTYPE,
-    ConditionedGP,
-    GPHyperparameters,
-    fit_hyperparameters,
-    mean_gp_noise,
-    variance_gp_noise,
-)
+from tune_risk.gp.exact import DTYPE
+from tune_risk.gp.models import NOISE_FLOOR, ConditionedGP, GPHyperparameters, fit_hyperparameters
 from tune_risk.settings import EngineSettings
 
 
@@ -65,6 +63,24 @@ class RiskHyperparameters:
     @classmethod
     def from_dict(cls, state: dict) -> RiskHyperparameters:
         return cls(GPHyperparameters.from_dict(state["variance_gp"]), GPHyperparameters.from_dict(state["mean_gp"]))
+
+
+def variance_gp_noise(k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor | None:
+    """Noise of ``G_var`` in raw units (A-6): learned (``None``), the uniform bound
+    ``R^2 = 2 rho_bar^4 / (k_min - 1)`` or the k-aware ``2 rho_bar^4 / (k_c - 1)`` (App. A, Ass. 2)."""
+    if settings.var_noise == "learned":
+        return None
+    k_eff = torch.full_like(k, settings.k_min) if settings.var_noise == "theory" else k
+    return 2.0 * rho_bar_sq**2 / (k_eff - 1.0)
+
+
+def mean_gp_noise(ucb_var: Tensor, s2: Tensor, k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor:
+    """Fixed noise ``Sigma_c`` of ``G_f`` (A-4): ERAHBO eq. 19, the plug-in ``s2/k`` or RAHBO's code ``s2``."""
+    if settings.mean_noise == "eq19":
+        return ucb_var.clamp(NOISE_FLOOR, rho_bar_sq) / k  # ERAHBO eq. 19
+    if settings.mean_noise == "plugin":
+        return s2.clamp_min(NOISE_FLOOR) / k
+    return s2.clamp_min(NOISE_FLOOR)
 
 
 def fit_risk_hyperparameters(

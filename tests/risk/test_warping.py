@@ -1,4 +1,4 @@
-"""Tests for tune_risk.warping: Vizier's default output warper and its frozen form (docs/algorithms.md §1.2, §5 item 10)."""
+"""Tests for tune_risk.risk.warping: Vizier's default output warper and its frozen form (docs/algorithms.md §1.2, §5 item 10)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm, rankdata
 
-from tune_risk.objectives import get_objective, make_pool_table
-from tune_risk.warping import FrozenWarp, fit_warp, warp_values
+from tune_risk.benchmarks.objectives import get_objective, make_pool_table
+from tune_risk.risk.warping import FrozenWarp, fit_warp, warp_values
 
 FAST = settings(max_examples=60, deadline=None)
 

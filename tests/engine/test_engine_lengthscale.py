@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from tune_risk.engine import Engine
-from tune_risk.models import DTYPE, ConditionedGP
-from tune_risk.records import DONE
-from tune_risk.risk_model import RiskData, RiskHyperparameters, RiskModel
+from tune_risk.engine.core import Engine
+from tune_risk.engine.records import DONE
+from tune_risk.gp.models import DTYPE, ConditionedGP
+from tune_risk.risk.model import RiskData, RiskHyperparameters, RiskModel
 from tune_risk.settings import EngineSettings
 
 

@@ -17,7 +17,7 @@ Two uses are supported:
   fitted range it extends linearly and clips at ``±bound`` (``bound ≥ 0.5``; ``ρ̄² = bound²``).
   A clip makes every return beyond it identical, so the engine re-fits the warp on all data at
   the start of a round once returns have left the fitted range, and never inside a round: every
-  decision of a round uses one warp (``tune_risk.snapshots``).
+  decision of a round uses one warp (``tune_risk.engine.snapshots``).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from botorch.optim import optimize_acqf
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE
-from tune_risk.risk_model import RiskModel
+from tune_risk.gp.exact import DTYPE
+from tune_risk.risk.model import RiskModel
 
 
 class PointwiseAcquisition(AcquisitionFunction):

@@ -36,15 +36,15 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from tune_risk.exact_gp import DTYPE
+from tune_risk.engine.records import ConfigRecord
+from tune_risk.engine.snapshots import ModelSnapshot
+from tune_risk.gp.exact import DTYPE
+from tune_risk.gp.models import NOISE_FLOOR, ConditionedGP
 from tune_risk.lengthscale.strategies import LengthscaleStrategy, make_strategy, strategy_from_state
-from tune_risk.models import NOISE_FLOOR, ConditionedGP
 from tune_risk.oscbo.game import GameData
 from tune_risk.oscbo.losses import round_losses
-from tune_risk.records import ConfigRecord
-from tune_risk.risk_model import RiskHyperparameters, RiskModel
+from tune_risk.risk.model import RiskHyperparameters, RiskModel
 from tune_risk.settings import EngineSettings
-from tune_risk.snapshots import ModelSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ DEFAULT_ROUNDS = 100  # T when the engine has no budget
 
 
 class EngineView(Protocol):
-    """What the hooks read of the engine (``tune_risk.engine.Engine`` is one) and set on it
+    """What the hooks read of the engine (``tune_risk.engine.core.Engine`` is one) and set on it
     (``hyperparameters``). A protocol, so that this layer does not import the engine that calls it."""
 
     settings: EngineSettings

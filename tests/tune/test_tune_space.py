@@ -1,4 +1,4 @@
-"""Tests for :mod:`tune_risk.tune_space`: Tune domain conversion, errors, and agreement with Ray's samplers.
+"""Tests for :mod:`tune_risk.tune.space`: Tune domain conversion, errors, and agreement with Ray's samplers.
 
 No ``ray.init``: only Ray's domain objects and their ``.sample()`` are used.
 """
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ray import tune
 
 from tune_risk.space import CategoricalParam, FloatParam, IntParam
-from tune_risk.tune_space import TuneSpaceCodec
+from tune_risk.tune.space import TuneSpaceCodec
 
 FAST = settings(max_examples=100, deadline=None)
 OBJ = object()
