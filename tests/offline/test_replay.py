@@ -159,3 +159,19 @@ def test_bad_replay_inputs(task):
         replay_direct(few_seeds, "erahbo", 0, 50)
     with pytest.raises(ValueError, match="budget=1"):
         replay_direct(task, "erahbo", 0, 1)
+
+
+def test_a_replay_of_a_table_uses_the_tables_own_warp_and_true_mv(tmp_path):
+    """One route to the pooled warp and the true MV: the table computes them, the replay reuses them."""
+    from tune_risk.offline.table import OfflineTable
+    from tune_risk.risk.warping import warp_values
+
+    rng = np.random.default_rng(0)
+    returns = rng.normal(size=(12, 6)) * rng.uniform(0.5, 2.0, size=(12, 1))
+    table = OfflineTable.from_arrays(pd.DataFrame({"x0": np.linspace(0, 1, 12)}), returns, name="t")
+    task = ReplayTask.from_table(table)
+    assert task.warp is table.warp()  # not fitted a second time
+    np.testing.assert_array_equal(task.true_mv, table.true_mv())
+    np.testing.assert_array_equal(table.warped(), warp_values(table.returns))  # the same values as before
+    rebuilt = ReplayTask("t", task.points, task.returns)  # without a table: fitted here, identically
+    np.testing.assert_array_equal(rebuilt.true_mv, task.true_mv)

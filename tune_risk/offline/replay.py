@@ -23,7 +23,7 @@ Two paths make the same decisions for the same seed (a test checks):
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,17 +57,20 @@ class ReplayTask:
     points: np.ndarray  # (n_configs, d) unit cube
     returns: np.ndarray  # (n_configs, n_seeds) raw returns
     wall_time: np.ndarray | None = None  # (n_configs, n_seeds) seconds
-    warp: FrozenWarp = field(init=False)
-    true_mv: np.ndarray = field(init=False)
+    warp: FrozenWarp | None = None  # None: fitted here on the whole table
+    true_mv: np.ndarray | None = None  # None: computed here from the warp
 
     def __post_init__(self) -> None:
-        self.warp = fit_warp(self.returns)  # pooled over the whole table (§1.2, A-13)
-        self.true_mv = sample_mean_variance(self.warp(self.returns))  # §1.12, alpha = 1 (A-17)
+        if self.warp is None:
+            self.warp = fit_warp(self.returns)  # pooled over the whole table (§1.2, A-13)
+        if self.true_mv is None:
+            self.true_mv = sample_mean_variance(self.warp(self.returns))  # §1.12, alpha = 1 (A-17)
 
     @classmethod
     def from_table(cls, table: Any) -> ReplayTask:
-        """From a ``tune_risk.offline.OfflineTable``."""
-        return cls(table.name, table.unit_points(), table.returns, table.wall_time)
+        """From a ``tune_risk.offline.OfflineTable``, reusing the table's pooled warp and true MV."""
+        return cls(table.name, table.unit_points(), table.returns, table.wall_time, warp=table.warp(),
+                   true_mv=table.true_mv())
 
     @property
     def n_seeds(self) -> int:

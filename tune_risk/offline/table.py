@@ -51,7 +51,7 @@ from tune_risk.offline.formats import (
     table_error,
 )
 from tune_risk.offline.paths import file_kind
-from tune_risk.risk.warping import warp_values
+from tune_risk.risk.warping import FrozenWarp, fit_warp
 from tune_risk.tune.space import TuneSpaceCodec
 
 __all__ = ["OfflineTable", "describe_domain", "domain_from_description", "infer_space"]
@@ -250,6 +250,7 @@ class OfflineTable:
         self._space = infer_space(self.configs, names) if given is None else _resolve_space(given, names, source)
         self._typed = _typed_configs(self.configs, self._space, source)
         self._unit = _readonly(_encode(self._space, self._typed, source))
+        self._warp: FrozenWarp | None = None
         self._warped: np.ndarray | None = None
         self._check_metadata_seeds()
 
@@ -377,14 +378,21 @@ class OfflineTable:
             raise IndexError(f"{self._source}: row {row!r} is not in 0..{self.n_configs - 1}")
         return dict(self._typed[int(row)])
 
-    def warped(self) -> np.ndarray:
-        """All returns through the pooled Vizier warp, fitted once on the whole table (docs/algorithms.md §1.2)."""
-        if self._warped is None:
+    def warp(self) -> FrozenWarp:
+        """The pooled Vizier warp, fitted once on every return of the table (docs/algorithms.md §1.2); the
+        replay gives it to every method, so all optimise the same MV."""
+        if self._warp is None:
             bad = int((~np.isfinite(self.returns).all(axis=1)).sum())
             if bad:
                 raise table_error(self._source, f"{bad} configuration(s) have missing or non-finite returns "
                                                 "(loaded with missing='keep'); the warp needs finite returns")
-            self._warped = _readonly(warp_values(self.returns))
+            self._warp = fit_warp(self.returns)
+        return self._warp
+
+    def warped(self) -> np.ndarray:
+        """All returns through :meth:`warp` (on its own fitting sample: ``warp_values(returns)``, bit for bit)."""
+        if self._warped is None:
+            self._warped = _readonly(self.warp()(self.returns))
         return self._warped
 
     def true_mv(self, alpha: float = 1.0) -> np.ndarray:
