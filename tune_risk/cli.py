@@ -3,19 +3,23 @@
 Subcommands are registered by the modules that implement them; heavy imports (Ray, BoTorch, JAX)
 happen only when a subcommand runs, so ``tune-risk --help`` is instant.
 
+* ``tune-risk replay ...``: replay offline tables with ERAHBO, RAHBO, GP-UCB (``tune_risk.offline``).
 * ``tune-risk generate ...``: train RL configurations x seeds into an offline table (``rl_tasks``).
+* ``tune-risk prewarm ...``: compile a search space's programs into a JAX cache (``rl_tasks``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
-# Modules exposing ``register(subparsers)``; each adds its subcommands with ``set_defaults(func=...)``.
-_COMMAND_MODULES = ("tune_risk.offline.cli", "rl_tasks.cli")
+COMMAND_GROUP = "tune_risk.commands"
+"""Entry-point group of ``register(subparsers)`` functions; each adds its subcommands with
+``set_defaults(func=...)``. The project registers ``tune_risk.offline.cli:register`` (replay) and
+``rl_tasks.cli:register`` (generate, prewarm) in ``pyproject.toml``; another package can add its own."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,12 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every finished configuration")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in _COMMAND_MODULES:
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
         try:
-            module = importlib.import_module(module_name)
+            register = entry.load()
         except ImportError:  # an optional part of the distribution is unavailable
             continue
-        module.register(subparsers)
+        register(subparsers)
     for subparser in subparsers.choices.values():
         _accept_verbose(subparser)
     return parser

@@ -308,3 +308,22 @@ def test_a_folder_named_like_a_table_is_a_directory(tmp_path):
     (tmp_path / "x.csv").mkdir()
     with pytest.raises(ValueError, match=r"x\.csv: is a directory"):
         OfflineTable.load(tmp_path / "x.csv")
+
+
+def register_hello(subparsers) -> None:  # an entry point of another package, for the test below
+    subparsers.add_parser("hello", help="say hello").set_defaults(func=lambda args: 7)
+
+
+def test_subcommands_come_from_the_entry_point_group(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    import tune_risk.cli as cli
+
+    installed = list(cli.entry_points(group=cli.COMMAND_GROUP))
+    assert {e.value for e in installed} == {"tune_risk.offline.cli:register", "rl_tasks.cli:register"}
+    extra = [EntryPoint("hello", f"{__name__}:register_hello", cli.COMMAND_GROUP),
+             EntryPoint("broken", "no_such_package_xyz.cli:register", cli.COMMAND_GROUP)]
+    monkeypatch.setattr(cli, "entry_points", lambda group: [*installed, *extra] if group == cli.COMMAND_GROUP else [])
+    choices = cli.build_parser()._subparsers._group_actions[0].choices
+    assert {"replay", "generate", "prewarm", "hello"} <= set(choices) and "broken" not in choices
+    assert cli.main(["hello"]) == 7
