@@ -49,6 +49,10 @@ def build(out: Path) -> list[str]:
     with warnings.catch_warnings():
         for module, name in lazy_exports(names):  # resolvable, only not statically: documented at home
             warnings.filterwarnings("ignore", message=f"Found '{name}' in {module}.__all__, but it does not resolve")
+        # pdoc walks the submodules of a package without a restrictive __all__ itself, so those named here too
+        # are specified twice; it renders each once.
+        warnings.filterwarnings("ignore", message=r"The module specification '[\w.]+' adds a module named [\w.]+, "
+                                                  "but a module with this name has already been added")
         pdoc.pdoc(*names, output_directory=out)
     return names
 
