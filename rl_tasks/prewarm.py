@@ -62,13 +62,13 @@ def shape_configs(algo: str, env: str, total_timesteps: int,
     """
     space = dict(get_space(algo, env) if space is None else space)
     base = {**default_config(algo, env), **{k: v for k, v in space.items() if not isinstance(v, sample.Domain)}}
+    reference = _static_part(algo, env, base, total_timesteps)
     axes: list[tuple[str, list[Any]]] = []
     for name, domain in space.items():
         if isinstance(domain, sample.Categorical):
             axes.append((name, list(domain.categories)))
         elif isinstance(domain, sample.Domain) and hasattr(domain, "lower"):
             probes = [domain.lower, domain.upper - 1 if isinstance(domain, sample.Integer) else domain.upper]
-            reference = _static_part(algo, env, base, total_timesteps)
             if any(_static_part(algo, env, {**base, name: v}, total_timesteps) != reference for v in probes):
                 logger.warning("prewarm: hyperparameter %r changes the compiled shape; only its bounds are "
                                "pre-warmed", name)

@@ -178,13 +178,14 @@ def _strata(runs: pd.DataFrame, column: str) -> dict[str, list[np.ndarray]]:
 
 
 def _stratified_ci(strata: list[np.ndarray], statistic: Callable, n_boot: int, level: float,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified percentile-bootstrap bounds: runs are resampled within each table, never across (rliable's
-    CIs, Agarwal et al. 2021, Sec. 4); NaN when a table has fewer than two runs (nothing to resample)."""
-    shape = np.shape(statistic(*strata, axis=-1))
+                   seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``statistic`` on the strata and its stratified percentile-bootstrap bounds: runs are resampled within
+    each table, never across (rliable's CIs, Agarwal et al. 2021, Sec. 4); NaN bounds when a table has fewer
+    than two runs (nothing to resample)."""
+    point = np.asarray(statistic(*strata, axis=-1))
     if not strata or min(len(s) for s in strata) < 2:
-        return np.full(shape, np.nan), np.full(shape, np.nan)
-    return _percentile_bootstrap(tuple(strata), statistic, n_boot, level, seed)
+        return point, np.full(point.shape, np.nan), np.full(point.shape, np.nan)
+    return (point, *_percentile_bootstrap(tuple(strata), statistic, n_boot, level, seed))
 
 
 def _pooled_iqm(*strata: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -206,8 +207,8 @@ def aggregate_iqm(runs: pd.DataFrame, column: str = "normalised_regret", n_boot:
     strata = _strata(runs, column)
     rows = []
     for method in pd.unique(runs["method"]).astype(str):
-        low, high = _stratified_ci(strata[method], _pooled_iqm, n_boot, level, seed)
-        rows.append({"method": method, "iqm": float(_pooled_iqm(*strata[method])), "ci_low": float(low),
+        point, low, high = _stratified_ci(strata[method], _pooled_iqm, n_boot, level, seed)
+        rows.append({"method": method, "iqm": float(point), "ci_low": float(low),
                      "ci_high": float(high), "n_tables": len(strata[method]),
                      "n_runs": sum(len(s) for s in strata[method])})
     return pd.DataFrame(rows, columns=["method", "iqm", "ci_low", "ci_high", "n_tables", "n_runs"])
@@ -238,8 +239,8 @@ def performance_profile(runs: pd.DataFrame, column: str = "normalised_regret",
 
     frames = []
     for method in pd.unique(runs["method"]).astype(str):
-        low, high = _stratified_ci(strata[method], fraction, n_boot, level, seed)
-        frames.append(pd.DataFrame({"method": method, "tau": taus, "fraction": fraction(*strata[method]),
+        point, low, high = _stratified_ci(strata[method], fraction, n_boot, level, seed)
+        frames.append(pd.DataFrame({"method": method, "tau": taus, "fraction": point,
                                     "ci_low": low, "ci_high": high}))
     return pd.concat(frames, ignore_index=True)
 
