@@ -58,20 +58,22 @@ def make_trainable(task, repeat: int, steps: int, step_seconds: float):
     return trainable
 
 
-def make_event_log(path: str):
+def make_event_log(path: str, fields: tuple[str, ...] = ("node", "pid", "step")):
+    """A Tune callback that appends every trial event (result, complete, error, recover) to ``path``, with the
+    given fields of the trial's result (the reported one for results, the last one otherwise) and the time."""
     from ray import tune
 
     class EventLog(tune.Callback):
         def __init__(self, log_path: str) -> None:
             self.path = log_path
 
-        def _append(self, trial, event: str) -> None:
-            result = trial.last_result or {}
-            append_line(self.path, {**trial_line(trial, event), "node": result.get("node"), "pid": result.get("pid"),
-                                    "step": result.get("step"), "time": time.time()})
+        def _append(self, trial, event: str, result: dict | None = None) -> None:
+            result = result or trial.last_result or {}
+            append_line(self.path, {**trial_line(trial, event), **{f: result.get(f) for f in fields},
+                                    "time": time.time()})
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
-            self._append(trial, "result")
+            self._append(trial, "result", result)
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             self._append(trial, "complete")

@@ -38,36 +38,7 @@ from pool_driver import driver_environment, make_searcher, make_trainable  # noq
 
 driver_environment()
 
-from node_loss_driver import read_events  # noqa: E402
-from tune_driver import append_line, trial_line  # noqa: E402
-
-
-def make_event_log(path: str):
-    """Every trial event (result, complete, error, recover) with the worker that trained it and the time."""
-    from ray import tune
-
-    class EventLog(tune.Callback):
-        def __init__(self, log_path: str) -> None:
-            self.path = log_path
-
-        def _append(self, trial, event: str, result: dict | None = None) -> None:
-            result = result or trial.last_result or {}
-            append_line(self.path, {**trial_line(trial, event), "worker_pid": result.get("worker_pid"),
-                                    "final": result.get("final"), "time": time.time()})
-
-        def on_trial_result(self, iteration, trials, trial, result, **info):
-            self._append(trial, "result", result)
-
-        def on_trial_complete(self, iteration, trials, trial, **info):
-            self._append(trial, "complete")
-
-        def on_trial_error(self, iteration, trials, trial, **info):
-            self._append(trial, "error")
-
-        def on_trial_recover(self, iteration, trials, trial, **info):
-            self._append(trial, "recover")
-
-    return EventLog(path)
+from node_loss_driver import make_event_log, read_events  # noqa: E402
 
 
 def node_of(actor) -> str:
@@ -172,7 +143,7 @@ def main(argv: list[str]) -> int:
                                     max_concurrent_trials=pool.size, reuse_actors=True),
         run_config=tune.RunConfig(storage_path=str(args.workdir / "storage"), name="pool_node_loss", verbose=0,
                                   failure_config=tune.FailureConfig(max_failures=args.max_failures),
-                                  callbacks=[make_event_log(str(events))]),
+                                  callbacks=[make_event_log(str(events), ("worker_pid", "final"))]),
     )
     killed: dict = {}
     stop = threading.Event()
