@@ -184,6 +184,11 @@ class WorkerPool:
         """Worker actors started so far, replacements included."""
         return ray.get(self._handle().started.remote())
 
+    def manager_node_id(self) -> str:
+        """The Ray node id of the pool's manager (the creating driver's node: losing another node costs
+        only the workers placed there)."""
+        return ray.get(self._handle().node_id.remote())
+
     def shutdown(self) -> None:
         """Kill the workers and the manager (leases still out fail at their next call)."""
         manager = self._handle()
@@ -332,6 +337,9 @@ class _PoolManager:
 
     async def started(self) -> int:
         return self._started
+
+    async def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
 
     async def shutdown(self) -> None:
         self._closed = True

@@ -63,7 +63,7 @@ def main(out: Path) -> None:
     # whose loss would end the pool); it must live on the driver's node.
     pool = rl_tasks.WorkerPool(1)
     here = ray.get_runtime_context().get_node_id()
-    manager_node = ray.get(pool._handle().__ray_call__.remote(lambda _: ray.get_runtime_context().get_node_id()))
+    manager_node = pool.manager_node_id()
     pool.shutdown()
     result = {
         "trials": len(results),

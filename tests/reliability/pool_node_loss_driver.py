@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     pool = rl_tasks.WorkerPool(2)
     worker_nodes = {pid: node_of(worker) for pid, worker in
                     zip(pool.worker_pids(), pool.workers(), strict=True)}  # both free: same order
-    manager_node = node_of(pool._handle())
+    manager_node = pool.manager_node_id()
     nodes.append(cluster.add_node(num_cpus=2))  # the spare capacity that replacements need
     cluster.wait_for_nodes()
     cluster_seconds = time.perf_counter() - started
@@ -162,7 +162,7 @@ def main(argv: list[str]) -> int:
     state = {
         "killed": killed, "max_failures": args.max_failures, "budget": args.budget, "driver_node": driver_node,
         "initial_workers": {str(pid): node for pid, node in worker_nodes.items()},
-        "manager_node": node_of(pool._handle()), "workers_started": pool.workers_started(),
+        "manager_node": pool.manager_node_id(), "workers_started": pool.workers_started(),
         "final_workers": {str(pid): node_of(worker) for pid, worker in zip(pids, pool.workers(), strict=True)},
         "engine_state": engine.state_dict(), "counts": engine.counts(),
         "trial_to_run": dict(searcher._trial_to_run),
