@@ -8,8 +8,9 @@ environment steps trained (cancelled replicates count the steps they ran), JAX p
 worker seconds inside trials (and up to each trial's first report, where programs are built), the
 median per-replicate start-up (trial start to its first training chunk: imports, tracing, compiling
 or loading programs, waiting for a pool worker; the ``startup_s`` metric), the worker processes
-started (distinct PIDs of Tune trial actors and training processes, pool workers included), wall
-time, and the re-evaluated MV of the recommended configuration; then the ratio of compute. Every
+started (distinct PIDs of Tune trial actors and training processes, pool workers included), the share of
+the ``workers x wall`` seconds in which a trial was running ("workers busy": what synchronisation points and
+trial start-ups leave idle), wall time, and the re-evaluated MV of the recommended configuration; then the ratio of compute. Every
 configuration a method recommended during its search (tracked after each finished replicate) is
 re-evaluated as well, giving the wall time and environment steps after which the method's recommendation
 first reaches the reference method's (the last method's) final MV, as a fraction of the reference's wall
@@ -81,14 +82,26 @@ class RecommendationTrace(tune.Callback):
         self.searcher, self.started = searcher, started
         self.steps: dict[str, int] = {}
         self.trace: list[tuple[float, int, dict]] = []
+        self.spans: dict[str, list[float]] = {}  # trial id -> [start, end] in seconds since the method started
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        self.spans[trial.trial_id] = [time.perf_counter() - self.started, float("nan")]
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         self.steps[trial.trial_id] = int(result.get("timesteps", 0) or 0)
 
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        self._end(trial)
+
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        self._end(trial)
         config = self.searcher.best_config
         if config is not None and (not self.trace or self.trace[-1][2] != config):
             self.trace.append((time.perf_counter() - self.started, sum(self.steps.values()), config))
+
+    def _end(self, trial) -> None:
+        if trial.trial_id in self.spans:
+            self.spans[trial.trial_id][1] = time.perf_counter() - self.started
 
 
 def tune_method(method: str, space: dict, args: argparse.Namespace, seed: int) -> dict:
@@ -115,7 +128,7 @@ def tune_method(method: str, space: dict, args: argparse.Namespace, seed: int) -
         raise SystemExit(f"{method}: no configuration completed within budget {budget}; raise --budget")
     counts = searcher.engine.counts()
     return {"method": method, "seed": seed, "budget": budget, "best": searcher.best_config, "trace": trace.trace,
-            "wall": wall, "steps": steps,
+            "wall": wall, "steps": steps, "busy": busy_fraction(trace.spans.values(), args.workers, wall),
             "completed": counts["runs_completed"], "cancelled": counts["runs_cancelled"], "failed": counts["runs_failed"],
             "configs": len(searcher.engine.records), "programs": count_programs(cache),
             "startup_median": float(np.median(startups)) if startups else float("nan"), "startup_total": sum(startups),
@@ -124,6 +137,12 @@ def tune_method(method: str, space: dict, args: argparse.Namespace, seed: int) -
             # includes tracing the JAX programs and compiling them or loading them from the cache).
             "trial_s": sum(float(df["time_total_s"].iloc[-1]) for df in reported),
             "first_report_s": sum(float(df["time_this_iter_s"].iloc[0]) for df in reported)}
+
+
+def busy_fraction(spans, workers: int, wall: float) -> float:
+    """Share of the ``workers x wall`` worker-seconds during which a trial was running (driver-side
+    ``on_trial_start`` to its end): what synchronisation points and trial start-ups leave idle."""
+    return sum(end - start for start, end in spans if np.isfinite(end)) / (workers * wall)
 
 
 def process_ids(results) -> set[int]:
@@ -251,9 +270,9 @@ def report(rows: list[dict], mv: dict, methods: list[str], seeds: list[int], arg
           f"{args.workers} workers{' (warm pool)' if args.pool else ''}, search seeds {seeds}; recommended "
           f"configurations re-trained on {args.eval_seeds} fresh seeds (means over search seeds)\n")
     print("| method | budget | configurations | completed | cancelled | env steps trained | compiled programs "
-          "| trial s (to first report) | start-up s: median (total) | worker processes | wall (s) | mean return | std "
+          "| trial s (to first report) | start-up s: median (total) | worker processes | workers busy | wall (s) | mean return | std "
           "| MV (warped) | reaches reference MV: wall, steps (fraction of the reference's; runs reaching) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     by = {(row["method"], row["seed"]): row for row in rows}
     reference = methods[-1]
     summary = {}
@@ -270,13 +289,13 @@ def report(rows: list[dict], mv: dict, methods: list[str], seeds: list[int], arg
                  f"{len(runs)})" if reached else f"never (0/{len(runs)})")
         mean = {k: float(np.mean([r[k] for r in runs])) for k in ("configs", "completed", "cancelled", "steps",
                                                                   "trial_s", "first_report_s", "startup_total",
-                                                                  "processes", "wall")}
+                                                                  "processes", "busy", "wall")}
         startup = float(np.median([r["startup_median"] for r in runs]))
         programs = "n/a" if runs[0]["programs"] is None else f"{np.mean([r['programs'] for r in runs]):.0f}"
         print(f"| {method} | {runs[0]['budget']} | {mean['configs']:.0f} | {mean['completed']:.0f} | "
               f"{mean['cancelled']:.1f} | {mean['steps']:,.0f} | {programs} | {mean['trial_s']:.0f} "
               f"({mean['first_report_s']:.0f}) | {startup:.2f} ({mean['startup_total']:.0f}) | {mean['processes']:.1f} "
-              f"| {mean['wall']:.0f} | {quality[:, 0].mean():.1f} | {quality[:, 1].mean():.1f} | {quality[:, 2].mean():.4f} "
+              f"| {mean['busy']:.0%} | {mean['wall']:.0f} | {quality[:, 0].mean():.1f} | {quality[:, 1].mean():.1f} | {quality[:, 2].mean():.4f} "
               f"| {reach} |")
         summary[method] = {"wall": mean["wall"], "steps": mean["steps"], "startup": startup,
                            "processes": mean["processes"]}

@@ -28,3 +28,10 @@ def test_time_to_reach_is_the_first_recommendation_at_or_above_the_target() -> N
     assert all(math.isinf(v) for v in never)
     # a recommendation that appears only at the end (no trace entry) counts at the run's end
     assert live.time_to_reach({**row, "trace": [(5.0, 100, a)]}, 0.15, mv) == (30.0, 1000)
+
+
+def test_busy_fraction_counts_trial_time_against_workers_times_wall() -> None:
+    live = _live_hpo()
+    # Two workers for 10 s: one trial ran 0-10 s, two others 0-2 s and 6-8 s; one never ended (nan: ignored).
+    spans = [(0.0, 10.0), (0.0, 2.0), (6.0, 8.0), (9.0, math.nan)]
+    assert live.busy_fraction(spans, workers=2, wall=10.0) == 0.7
