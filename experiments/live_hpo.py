@@ -115,7 +115,8 @@ def tune_method(method: str, space: dict, args: argparse.Namespace, seed: int) -
         tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), metric="return",
                                     mode="max", num_samples=budget, max_concurrent_trials=args.workers,
                                     reuse_actors=True),
-        run_config=tune.RunConfig(verbose=0, name=f"live-{method.replace('@', '-b')}-s{seed}", callbacks=[trace]),
+        run_config=tune.RunConfig(verbose=0, name=f"live-{method.replace('@', '-b')}-s{seed}",
+                                  callbacks=[trace, *([rl_tasks.PoolPrefetch(trainable)] if pool else [])]),
     ).fit()
     wall = time.perf_counter() - started
     processes = process_ids(results) | set(pool.worker_pids() if pool else ())

@@ -8,7 +8,8 @@ Public entry points:
 
 * :func:`make_trainable` (``rl_tasks.trainable``): a Ray Tune function trainable, one seed per trial.
 * :class:`WorkerPool` (``rl_tasks.pool``) and :func:`make_pooled_trainable`: warm training workers shared by
-  thin trials, so that no trial pays JAX's start-up.
+  thin trials, so that no trial pays JAX's start-up; :class:`PoolPrefetch` (``rl_tasks.prefetch``), a Tune
+  callback that starts a pending trial's replicate on a free worker before Tune has a process for the trial.
 * :func:`rl_tasks.prewarm.prewarm` (``tune-risk prewarm``): compile every static shape of a search space into
   the persistent compilation cache the workers share, before a search.
 * :func:`get_space`, :func:`space_name`, :func:`default_config` (``rl_tasks.spaces``): ARLBench spaces.
@@ -25,6 +26,7 @@ from rl_tasks.envs import ALGORITHMS, ENVIRONMENTS, tasks
 __all__ = [
     "ALGORITHMS",
     "ENVIRONMENTS",
+    "PoolPrefetch",
     "WorkerPool",
     "default_config",
     "generate_table",
@@ -55,6 +57,10 @@ def __getattr__(name: str) -> Any:
         from rl_tasks.pool import WorkerPool  # noqa: PLC0415
 
         return WorkerPool
+    if name == "PoolPrefetch":
+        from rl_tasks.prefetch import PoolPrefetch  # noqa: PLC0415
+
+        return PoolPrefetch
     raise AttributeError(f"module 'rl_tasks' has no attribute {name!r}")
 
 

@@ -14,6 +14,11 @@ Pieces:
 * A thin trial (``rl_tasks.make_pooled_trainable``) calls ``pool.lease()`` for a ``Lease`` on a free
   worker (waiting if none is free), ``start``s its replicate there, ``advance``s it chunk by chunk and
   ``release``s the lease in a ``finally``. Thin trials never import JAX.
+* Or the replicate is *prefetched*: ``rl_tasks.PoolPrefetch`` (a driver-side Tune callback) calls
+  ``prefetch`` for a pending trial while a worker is free; the manager trains it chunk by chunk and keeps the
+  chunks, gives the worker back after the last one, and the trial, once Tune runs it, ``claim``s the
+  replicate and relays its chunks (``next_chunk``); ``detach`` stops one still training after its current
+  chunk (a trial stopped while pending, or Tune's STOP in the relay).
 
 Resources: a slot of ``cpus_per_worker`` CPUs is split between the worker (all but ``TRIAL_CPUS``) and the
 thin trial (``TRIAL_CPUS``, ``pool.trial_resources``), so ``W`` slots hold ``W`` CPUs and no more than ``W``
@@ -61,7 +66,7 @@ import os
 import threading
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -167,6 +172,42 @@ class WorkerPool:
                 lease.release()
                 raise
         raise AssertionError("unreachable")
+
+    def prefetch(self, trial_id: str, algo: str, env: str, config: Mapping[str, Any], seed: int,
+                 total_timesteps: int, eval_every: int, eval_episodes: int) -> bool:
+        """Start trial ``trial_id``'s replicate on a free worker now, before the trial's process runs; whether a
+        worker was free (``False``: nothing started, the trial leases a worker when it runs).
+
+        The manager trains it chunk by chunk and keeps the chunks; the trial ``claim``s it and relays them.
+        The worker is given back as soon as the replicate's last chunk is trained (or it is ``detach``ed).
+        """
+        args = (algo, env, dict(config), int(seed), total_timesteps, eval_every, eval_episodes)
+        return ray.get(self._handle().prefetch.remote(trial_id, args))
+
+    def claim(self, trial_id: str) -> int | None:
+        """The worker pid of trial ``trial_id``'s prefetched replicate, once it started there (``None``: none was
+        prefetched, or it was claimed before: the trial trains through a lease).
+
+        Raises:
+            PoolWorkerLost: the worker died before the replicate started; the replicate's own errors.
+        """
+        return ray.get(self._handle().claim.remote(trial_id))
+
+    def next_chunk(self, trial_id: str, index: int) -> Chunk:
+        """Chunk ``index`` of a claimed replicate, waiting until it is trained.
+
+        Raises:
+            PoolWorkerLost: its worker died; the replicate's own errors.
+        """
+        return ray.get(self._handle().next_chunk.remote(trial_id, index))
+
+    def detach(self, trial_id: str) -> None:
+        """Forget trial ``trial_id``'s prefetched replicate; one still training stops after its current chunk.
+        Idempotent; never raises (it runs in ``finally`` and in a driver callback)."""
+        try:
+            ray.get(self._handle().detach.remote(trial_id), timeout=_RELEASE_TIMEOUT_S)
+        except Exception as err:  # noqa: BLE001 - must not mask the trial's own outcome
+            logger.warning("could not detach prefetched replicate of trial %s (%s)", trial_id, err)
 
     def worker_pids(self) -> list[int]:
         """Process ids of the current workers (waits until they are up)."""
@@ -282,6 +323,24 @@ class _Held:
     token: Any
 
 
+@dataclass(eq=False)
+class _Prefetched:
+    """A replicate the manager trains ahead of its trial; ``changed`` is set at every new chunk and at the end."""
+
+    slot: _Slot
+    changed: asyncio.Event
+    chunks: list = field(default_factory=list)
+    pid: int | None = None
+    error: BaseException | None = None
+    done: bool = False
+    cancelled: bool = False
+    claimed: bool = False
+
+    async def wait(self) -> None:
+        self.changed.clear()
+        await self.changed.wait()
+
+
 class _PoolManager:
     """The pool's bookkeeping actor (asynchronous: waiting lessees do not block releases)."""
 
@@ -295,17 +354,17 @@ class _PoolManager:
         self._closed = False
         self._watchers: set[asyncio.Task] = set()
         self._held: dict[int, _Held] = {}
+        self._prefetched: dict[str, _Prefetched] = {}  # by trial id, until detached
+        self._driving: set[_Prefetched] = set()  # prefetched replicates still training (detached ones too)
         self._released: asyncio.Event | None = None
         self._free = [self._new_slot() for _ in range(size)]  # an async actor's __init__ runs in its event loop
 
     async def lease(self, token_box: list) -> tuple[int, Any]:
-        released = self._event()
         while not self._free:
-            if await self._reclaim_orphans():
-                continue
-            released.clear()
-            try:
-                await asyncio.wait_for(released.wait(), self._owner_check_s)
+            if await self._reclaim_orphans() or self._free:
+                continue  # a worker came back, possibly while the owners were checked
+            try:  # the current generation's event: every release sets it and starts a new one
+                await asyncio.wait_for(self._event().wait(), self._owner_check_s)
             except TimeoutError:
                 pass
         slot = self._free.pop(0)
@@ -318,6 +377,69 @@ class _PoolManager:
         if held is None:
             return  # released twice, or reclaimed after its lessee died
         self._give_back(held.slot, broken)
+
+    async def prefetch(self, trial_id: str, args: tuple) -> bool:
+        if self._closed or not self._free or trial_id in self._prefetched:
+            return False
+        entry = _Prefetched(self._free.pop(0), asyncio.Event())
+        self._prefetched[trial_id] = entry
+        self._driving.add(entry)
+        task = asyncio.get_running_loop().create_task(self._drive(next(self._ids), entry, args))
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+        return True
+
+    async def claim(self, trial_id: str) -> int | None:
+        entry = self._prefetched.get(trial_id)
+        if entry is None or entry.claimed or entry.cancelled:
+            return None  # a second claim (a re-run of the trial) trains afresh through a lease
+        entry.claimed = True
+        while entry.pid is None and not entry.done:
+            await entry.wait()
+        if entry.pid is None:
+            raise entry.error or RuntimeError(f"prefetched replicate of trial {trial_id} ended before it started")
+        return entry.pid
+
+    async def next_chunk(self, trial_id: str, index: int) -> Chunk:
+        entry = self._prefetched.get(trial_id)
+        if entry is None:
+            raise RuntimeError(f"trial {trial_id} has no prefetched replicate (detached?)")
+        while len(entry.chunks) <= index:
+            if entry.done:
+                raise entry.error or RuntimeError(f"prefetched replicate of trial {trial_id} stopped early")
+            await entry.wait()
+        return entry.chunks[index]
+
+    async def detach(self, trial_id: str) -> None:
+        entry = self._prefetched.pop(trial_id, None)
+        if entry is not None:
+            entry.cancelled = True  # _drive stops after the chunk in progress and gives the worker back
+
+    async def _drive(self, lease_id: int, entry: _Prefetched, args: tuple) -> None:
+        """Train a prefetched replicate to its end (or its cancellation) and give its worker back at once."""
+        worker, broken = entry.slot.worker, False
+        try:
+            entry.pid = await worker.start.remote(lease_id, *args)
+            entry.changed.set()
+            while not entry.cancelled:
+                chunk = await worker.advance.remote(lease_id)
+                entry.chunks.append(chunk)
+                entry.changed.set()
+                if chunk.final:
+                    break
+        except RayActorError as err:
+            broken = True
+            entry.error = PoolWorkerLost(f"pool worker died while training prefetched lease {lease_id}: {err}")
+        except Exception as err:  # noqa: BLE001 - the replicate's own error, raised to its trial
+            entry.error = err
+        finally:
+            entry.done = True
+            self._driving.discard(entry)
+            entry.changed.set()
+            if not broken:
+                worker.drop.remote(lease_id)
+            if not self._closed:
+                self._give_back(entry.slot, broken)
 
     async def pids(self) -> list[int]:
         while True:  # a worker that dies before its warm-up answers is replaced: ask the new set again
@@ -350,10 +472,12 @@ class _PoolManager:
         self._free, self._held = [], {}
 
     def _slots(self) -> list[_Slot]:
-        """Every worker slot, free or leased."""
-        return self._free + [held.slot for held in self._held.values()]
+        """Every worker slot, free, leased or training a prefetched replicate."""
+        return self._free + [held.slot for held in self._held.values()] + [entry.slot for entry in self._driving]
 
     def _event(self) -> asyncio.Event:
+        """The event the next release sets. A broadcast without ``clear()``: a waiter that cleared a shared
+        event could swallow another waiter's wake-up (which then slept until its owner check, up to 1 s)."""
         if self._released is None:  # created inside the actor's event loop
             self._released = asyncio.Event()
         return self._released
@@ -386,6 +510,7 @@ class _PoolManager:
             slot = self._new_slot()
         self._free.append(slot)
         self._event().set()
+        self._released = None  # waiters hold the set event; later ones wait for the next release
 
     async def _reclaim_orphans(self) -> bool:
         """Give back the workers of leases whose lessee process died; whether any was reclaimed.

@@ -20,9 +20,11 @@ when JAX sees one (request it with ``tune.with_resources(trainable, {"cpu": 1, "
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rl_tasks.envs import check_task
@@ -119,6 +121,11 @@ def make_pooled_trainable(
     def trainable(config: dict[str, Any]) -> None:
         started = time.perf_counter()
         seed = _seed_of(config, seed_key)
+        trial_id = tune.get_context().get_trial_id()
+        pid = pool.claim(trial_id) if trial_id else None
+        if pid is not None:  # started early by rl_tasks.PoolPrefetch: relay its chunks
+            _relay(pool, trial_id, metric, time.perf_counter() - started, pid)
+            return
         lease, pid = pool.start_replicate(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
         try:
             startup_s = time.perf_counter() - started
@@ -130,7 +137,42 @@ def make_pooled_trainable(
         finally:  # also on Tune's STOP: tune.report raises SystemExit in this thread
             lease.release()
 
+    trainable.pooled_task = PooledTask(pool, algo, spec.name, total_timesteps, eval_every, eval_episodes, seed_key)
     return tune.with_resources(_named(trainable, algo, spec.alias), pool.trial_resources)
+
+
+@dataclass(frozen=True)
+class PooledTask:
+    """What a pooled trainable trains (``trainable.pooled_task``): all a driver-side ``rl_tasks.PoolPrefetch``
+    needs to start a pending trial's replicate on the pool before the trial's process runs."""
+
+    pool: Any
+    algo: str
+    env: str
+    total_timesteps: int
+    eval_every: int
+    eval_episodes: int
+    seed_key: str
+
+    def prefetch(self, trial_id: str, config: dict[str, Any]) -> bool:
+        """Start trial ``trial_id``'s replicate now if a worker is free (``WorkerPool.prefetch``)."""
+        return self.pool.prefetch(trial_id, self.algo, self.env, config, _seed_of(config, self.seed_key),
+                                  self.total_timesteps, self.eval_every, self.eval_episodes)
+
+
+def _relay(pool: Any, trial_id: str, metric: str, startup_s: float, pid: int) -> None:
+    """Report a prefetched replicate's chunks as they are trained; Tune's STOP (raised in ``tune.report``)
+    detaches it, which stops its training after the chunk in progress."""
+    from ray import tune  # noqa: PLC0415
+
+    try:
+        for index in itertools.count():
+            chunk = pool.next_chunk(trial_id, index)
+            tune.report(_metrics(chunk, metric, startup_s, pid))
+            if chunk.final:
+                return
+    finally:
+        pool.detach(trial_id)
 
 
 def _check_budgets(total_timesteps: int, eval_every: int, eval_episodes: int) -> None:

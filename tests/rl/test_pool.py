@@ -241,3 +241,72 @@ def test_a_worker_killed_mid_chunk_in_a_search_is_a_failed_replicate_and_is_repl
     assert killed_pid not in trainers and pool.workers_started() == started + 1
     assert trainers - set(handles), "no replicate ran on the replacement worker"
     assert killed_pid not in pool.worker_pids() and pool.leases_out() == 0
+
+
+def test_prefetched_replicates_report_the_leased_values_and_free_their_workers(pool) -> None:
+    from ray import tune
+
+    from rl_tasks import PoolPrefetch
+
+    trainable = make_pooled_trainable(pool, "ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES)
+    leased = _recorder()
+    _fit(trainable, {**CONFIG, "seed": tune.grid_search([0, 1, 2])}, max_concurrent_trials=2, callbacks=[leased])
+    prefetched, prefetch = _recorder(), PoolPrefetch(trainable)
+    results = _fit(trainable, {**CONFIG, "seed": tune.grid_search([0, 1, 2])}, max_concurrent_trials=2,
+                   callbacks=[prefetched, prefetch])
+    assert not results.errors, results.errors
+    assert prefetch.prefetched >= 1  # pending trials were given free workers before their processes ran
+    assert prefetched.reports == leased.reports  # bit for bit, whichever path trained a replicate
+    assert pool.leases_out() == 0
+    leases = [pool.lease() for _ in range(pool.size)]  # every worker came back
+    for lease in leases:
+        lease.release()
+
+
+def test_a_detached_prefetch_stops_and_gives_its_worker_back(pool) -> None:
+    assert pool.prefetch("t-detached", "ppo", "CartPole-v1", CONFIG, 0, STEPS, EVAL_EVERY, EPISODES)
+    pool.detach("t-detached")  # as for a trial stopped while pending
+    assert pool.claim("t-detached") is None  # nothing left to relay: such a trial would lease a worker
+    leases = [pool.lease() for _ in range(pool.size)]  # the worker is back after at most its current chunk
+    for lease in leases:
+        lease.release()
+
+
+def test_a_prefetched_replicate_is_claimed_once(pool) -> None:
+    assert pool.prefetch("t-once", "ppo", "CartPole-v1", CONFIG, 1, STEPS, EVAL_EVERY, EPISODES)
+    try:
+        assert pool.claim("t-once") in pool.worker_pids()
+        chunks = [pool.next_chunk("t-once", i) for i in range(STEPS // EVAL_EVERY)]
+        assert [c.timesteps for c in chunks] == [EVAL_EVERY, STEPS] and chunks[-1].final
+        assert pool.claim("t-once") is None  # a re-run of the trial trains afresh through a lease
+    finally:
+        pool.detach("t-once")
+
+
+def test_prefetch_refuses_a_trainable_that_is_not_pooled() -> None:
+    from rl_tasks import PoolPrefetch
+
+    with pytest.raises(TypeError, match="make_pooled_trainable"):
+        PoolPrefetch(make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES))
+
+
+def test_a_worker_killed_under_a_prefetched_replicate_fails_it_and_is_replaced(pool) -> None:
+    import ray
+
+    from rl_tasks.pool import PoolWorkerLost
+
+    first = pool.workers()[0]  # no lease is out: the front of the free list, which the prefetch takes
+    killed = ray.get(first.warm.remote())
+    started = pool.workers_started()
+    assert pool.prefetch("t-killed", "ppo", "CartPole-v1", CONFIG, 0, STEPS, EVAL_EVERY, EPISODES)
+    ray.kill(first)  # while it builds or trains the replicate
+    try:
+        with pytest.raises(PoolWorkerLost, match="pool worker died"):
+            pool.claim("t-killed")
+            pool.next_chunk("t-killed", 0)
+            pool.next_chunk("t-killed", 1)
+    finally:
+        pool.detach("t-killed")
+    assert pool.workers_started() == started + 1
+    pids = pool.worker_pids()
+    assert len(pids) == pool.size and killed not in pids
