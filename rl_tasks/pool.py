@@ -352,7 +352,7 @@ class _PoolManager:
         self._ids = itertools.count()
         self._started = 0
         self._closed = False
-        self._watchers: set[asyncio.Task] = set()
+        self._watchers: set[asyncio.Task] = set()  # death watches and prefetched replicates' drives
         self._held: dict[int, _Held] = {}
         self._prefetched: dict[str, _Prefetched] = {}  # by trial id, until detached
         self._driving: set[_Prefetched] = set()  # prefetched replicates still training (detached ones too)
@@ -384,9 +384,7 @@ class _PoolManager:
         entry = _Prefetched(self._free.pop(0), asyncio.Event())
         self._prefetched[trial_id] = entry
         self._driving.add(entry)
-        task = asyncio.get_running_loop().create_task(self._drive(next(self._ids), entry, args))
-        self._watchers.add(task)
-        task.add_done_callback(self._watchers.discard)
+        self._spawn(self._drive(next(self._ids), entry, args))
         return True
 
     async def claim(self, trial_id: str) -> int | None:
@@ -486,10 +484,14 @@ class _PoolManager:
         worker = self._worker_class.remote(self._cache_dir)
         self._started += 1
         slot = _Slot(worker, worker.warm.remote(), worker.watch.remote())
-        task = asyncio.get_running_loop().create_task(self._watch(slot))
+        self._spawn(self._watch(slot))
+        return slot
+
+    def _spawn(self, coroutine: Any) -> None:
+        """Run ``coroutine`` in the actor's event loop, held until it ends (``shutdown`` cancels it)."""
+        task = asyncio.get_running_loop().create_task(coroutine)
         self._watchers.add(task)
         task.add_done_callback(self._watchers.discard)
-        return slot
 
     async def _watch(self, slot: _Slot) -> None:
         """Wait for the worker's death; replace it at once if it was free (a leased one at its release)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,14 +73,11 @@ def make_trainable(
             from rl_tasks.training import use_compilation_cache  # noqa: PLC0415 - JAX loads in the worker only
 
             use_compilation_cache(compilation_cache_dir)
-        from ray import tune  # noqa: PLC0415
-
         from rl_tasks.seed_run import SeedRun  # noqa: PLC0415
 
         run = SeedRun(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
-        startup_s = time.perf_counter() - started
-        while not run.finished:
-            tune.report(_metrics(run.advance(), metric, startup_s, os.getpid()))
+        chunks = (run.advance() for _ in itertools.count())
+        _report_until_final(chunks, metric, time.perf_counter() - started, os.getpid())
 
     return _named(trainable, algo, spec.alias)
 
@@ -123,17 +120,17 @@ def make_pooled_trainable(
         seed = _seed_of(config, seed_key)
         trial_id = tune.get_context().get_trial_id()
         pid = pool.claim(trial_id) if trial_id else None
-        if pid is not None:  # started early by rl_tasks.PoolPrefetch: relay its chunks
-            _relay(pool, trial_id, metric, time.perf_counter() - started, pid)
+        if pid is not None:  # started early by rl_tasks.PoolPrefetch: relay its chunks as they are trained
+            chunks = (pool.next_chunk(trial_id, index) for index in itertools.count())
+            try:
+                _report_until_final(chunks, metric, time.perf_counter() - started, pid)
+            finally:  # also on Tune's STOP: detaching stops its training after the chunk in progress
+                pool.detach(trial_id)
             return
         lease, pid = pool.start_replicate(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
         try:
-            startup_s = time.perf_counter() - started
-            final = False
-            while not final:
-                chunk = lease.advance()
-                final = chunk.final
-                tune.report(_metrics(chunk, metric, startup_s, pid))
+            chunks = (lease.advance() for _ in itertools.count())
+            _report_until_final(chunks, metric, time.perf_counter() - started, pid)
         finally:  # also on Tune's STOP: tune.report raises SystemExit in this thread
             lease.release()
 
@@ -160,19 +157,14 @@ class PooledTask:
                                   self.total_timesteps, self.eval_every, self.eval_episodes)
 
 
-def _relay(pool: Any, trial_id: str, metric: str, startup_s: float, pid: int) -> None:
-    """Report a prefetched replicate's chunks as they are trained; Tune's STOP (raised in ``tune.report``)
-    detaches it, which stops its training after the chunk in progress."""
+def _report_until_final(chunks: Iterator[Chunk], metric: str, startup_s: float, worker_pid: int) -> None:
+    """``tune.report`` each chunk up to the replicate's final one (Tune's STOP raises inside ``report``)."""
     from ray import tune  # noqa: PLC0415
 
-    try:
-        for index in itertools.count():
-            chunk = pool.next_chunk(trial_id, index)
-            tune.report(_metrics(chunk, metric, startup_s, pid))
-            if chunk.final:
-                return
-    finally:
-        pool.detach(trial_id)
+    for chunk in chunks:
+        tune.report(_metrics(chunk, metric, startup_s, worker_pid))
+        if chunk.final:
+            return
 
 
 def _check_budgets(total_timesteps: int, eval_every: int, eval_episodes: int) -> None:
