@@ -64,6 +64,7 @@ import itertools
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -220,6 +221,12 @@ class WorkerPool:
     def leases_out(self) -> int:
         """Leases currently held (a lease of a dead trial counts until it is reclaimed)."""
         return ray.get(self._handle().leases_out.remote())
+
+    def busy_seconds(self) -> float:
+        """Seconds the current workers have spent preparing (tracing, compiling or loading programs) and
+        training replicates since they started; over ``size x wall`` it is the pool's utilisation. A dead
+        worker's seconds are lost with it."""
+        return float(sum(ray.get([worker.busy_seconds.remote() for worker in self.workers()])))
 
     def workers_started(self) -> int:
         """Worker actors started so far, replacements included."""
@@ -542,6 +549,7 @@ class _PoolWorker:
         self._lease: int | None = None
         self._run: Any = None
         self._warm = False
+        self._busy = 0.0  # seconds inside start() and advance()
 
     def warm(self) -> int:
         """Import JAX and the training code now (and point JAX at the cache); returns the process id."""
@@ -559,17 +567,27 @@ class _PoolWorker:
 
         self.warm()  # the manager's warm-up call and this one come from different callers: either may run first
         self._lease, self._run = lease_id, None  # a previous (released or orphaned) run is dropped first
-        self._run = SeedRun(algo, env, config, seed, total_timesteps, eval_every, eval_episodes)
+        started = time.perf_counter()
+        try:
+            self._run = SeedRun(algo, env, config, seed, total_timesteps, eval_every, eval_episodes)
+        finally:
+            self._busy += time.perf_counter() - started
         return os.getpid()
 
     def advance(self, lease_id: int) -> Chunk:
         if self._lease != lease_id or self._run is None:
             raise RuntimeError(f"pool worker {os.getpid()}: lease {lease_id} has no started run here")
+        started = time.perf_counter()
         try:
             return self._run.advance()
         except BaseException:
             self._run = None  # a failed run's state is not reused
             raise
+        finally:
+            self._busy += time.perf_counter() - started
+
+    def busy_seconds(self) -> float:
+        return self._busy
 
     def drop(self, lease_id: int) -> None:
         if self._lease == lease_id:

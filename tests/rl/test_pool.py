@@ -103,6 +103,26 @@ def test_pooled_search_trains_only_on_the_pool(pool) -> None:
     assert all(r.metrics["startup_s"] >= 0 for r in results)
 
 
+def test_busy_seconds_count_the_preparation_and_training_of_replicates(pool) -> None:
+    import time
+
+    before = pool.busy_seconds()
+    started = time.perf_counter()
+    lease, _ = pool.start_replicate("ppo", "CartPole-v1", CONFIG, 0, STEPS, EVAL_EVERY, EPISODES)
+    try:
+        while not lease.advance().final:
+            pass
+    finally:
+        lease.release()
+    elapsed = time.perf_counter() - started
+    idle_before = pool.busy_seconds()
+    time.sleep(0.3)  # an idle worker adds nothing
+    assert pool.busy_seconds() == idle_before
+    # One replicate built and trained on one worker: counted, and within the caller's wall time (which adds
+    # the leasing and the remote calls).
+    assert 0 < idle_before - before <= elapsed
+
+
 def test_stop_ends_a_replicate_at_its_next_chunk_and_frees_its_worker(pool) -> None:
     from ray import tune
 
