@@ -210,8 +210,16 @@ def prepare(
 
 
 def use_compilation_cache(directory: str) -> None:
-    """Point JAX's persistent compilation cache at ``directory`` and cache every program (however small)."""
+    """Point JAX's persistent compilation cache at ``directory`` and cache every program (however small).
+
+    XLA's own GPU caches are switched off: JAX 0.10 writes the path of its autotuning cache (a folder of
+    ``directory``) into the compile options, which are part of every program's cache key, so a cache copied
+    or mounted at another path was never hit (measured: every program compiled again from a copy of a
+    pre-warmed directory). Without them the keys do not depend on where the cache lies; a hit loads the
+    compiled program, so nothing is autotuned again.
+    """
     jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 

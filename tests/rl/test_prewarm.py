@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,10 @@ def test_a_fresh_worker_loads_every_prewarmed_program_instead_of_compiling(tmp_p
     done = subprocess.run([sys.executable, "-c", warm], env=_env(), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0 and done.stdout.split()[-1] == "1", done.stderr[-3000:]
     assert _probe(cache, 128) == {"hits": 4, "misses": 0}  # init, advance x2 (n = 2, 1), evaluate
+    # The keys do not depend on the cache's path: a copy (another node's mount, a synced folder) serves too.
+    copy = tmp_path / "copied_cache"
+    shutil.copytree(cache, copy)
+    assert _probe(copy, 128) == {"hits": 4, "misses": 0}
     # The check can fail: another shape compiles its two advance programs (init and evaluate do not depend
     # on the minibatch size, so they are shared with the pre-warmed shape).
     assert _probe(cache, 256) == {"hits": 2, "misses": 2}
