@@ -57,13 +57,13 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray", action="store_true", help="compute configurations as parallel Ray tasks")
     parser.add_argument("--max-new", type=int, default=None, help="stop after this many new configurations")
     parser.add_argument(
-        "--fixed", action="append", default=[], metavar="NAME=VALUE", type=_fixed_pair,
+        "--fixed", action="append", default=[], metavar="NAME=VALUE", type=fixed_pair,
         help="override a hyperparameter the space keeps fixed, e.g. --fixed hidden_size=64 (repeatable; recorded "
              "in the metadata)",
     )
 
 
-def _fixed_pair(text: str) -> tuple[str, Any]:
+def fixed_pair(text: str) -> tuple[str, Any]:
     """``NAME=VALUE`` with VALUE parsed as a bool, int, float or string."""
     name, sep, raw = text.partition("=")
     if not sep or not name:

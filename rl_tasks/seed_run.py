@@ -10,8 +10,9 @@ on import: a thin trial unpickles ``Chunk`` results without it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -33,11 +34,14 @@ class Chunk:
         value: mean greedy evaluation return after the chunk.
         timesteps: environment steps trained so far (whole iterations).
         final: whether this chunk ended the run (its value is the run's final return).
+        seconds: wall seconds the process spent training and evaluating the chunk (not part of equality:
+            it is a measurement, the rest are the run's values).
     """
 
     value: float
     timesteps: int
     final: bool
+    seconds: float = field(default=0.0, compare=False)
 
 
 class SeedRun:
@@ -89,12 +93,14 @@ class SeedRun:
             raise RuntimeError(f"SeedRun: all {self._program.n_iterations} iterations are trained already")
         import jax  # noqa: PLC0415 - loaded by __init__ already
 
+        started = time.perf_counter()
         n = min(self._chunk, self._program.n_iterations - self._done)
         self._state = self._program.advance(self._traced, self._state, n)
         self._done += n
         final = self.finished
         # The final evaluation uses the same key as the table generator; intermediate ones fresh keys.
         key = self._key_eval if final else jax.random.fold_in(self._key_eval, self._evaluations)
-        value = float(self._program.evaluate(self._traced, self._state, key).mean())
+        value = float(self._program.evaluate(self._traced, self._state, key).mean())  # waits for the chunk
         self._evaluations += 1
-        return Chunk(value=value, timesteps=self._done * self._program.iteration_steps, final=final)
+        return Chunk(value=value, timesteps=self._done * self._program.iteration_steps, final=final,
+                     seconds=time.perf_counter() - started)

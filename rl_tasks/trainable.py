@@ -8,7 +8,8 @@ boundary. Every report carries the metric (the latest evaluation return), so Tun
 satisfied; the last report (``final=True``) holds the final return, which is what ``RiskAwareSearch`` uses.
 
 Every report also carries ``startup_s`` (seconds from the trial's start to its first training chunk: imports,
-tracing, compiling or loading programs, waiting for a pool worker) and ``worker_pid`` (the training process).
+tracing, compiling or loading programs, waiting for a pool worker), ``worker_pid`` (the training process) and
+``chunk_s`` (the seconds that process spent training and evaluating the chunk).
 
 ``make_pooled_trainable`` returns a *thin* trainable with the same reports and values, which trains on a warm
 ``rl_tasks.pool.WorkerPool`` worker instead of in the trial's own process (no JAX start-up per trial).
@@ -57,7 +58,7 @@ def make_trainable(
             compiles every static shape (e.g. each ``minibatch_size``) itself. ``None``: JAX's own setting
             (the ``JAX_COMPILATION_CACHE_DIR`` environment variable, off by default).
 
-    Reports (each chunk): ``{metric, "timesteps", "final", "startup_s", "worker_pid"}``; the last report has
+    Reports (each chunk): ``{metric, "timesteps", "final", "startup_s", "worker_pid", "chunk_s"}``; the last report has
     ``final=True``.
 
     Raises:
@@ -184,7 +185,7 @@ def _seed_of(config: dict[str, Any], seed_key: str) -> int:
 def _metrics(chunk: Chunk, metric: str, startup_s: float, worker_pid: int) -> dict[str, Any]:
     """One chunk's report; ``final`` marks the run's final return (what ``RiskAwareSearch`` observes)."""
     return {metric: chunk.value, "timesteps": chunk.timesteps, "final": chunk.final, "startup_s": startup_s,
-            "worker_pid": worker_pid}
+            "worker_pid": worker_pid, "chunk_s": chunk.seconds}
 
 
 def _named(trainable: Callable, algo: str, alias: str) -> Callable:

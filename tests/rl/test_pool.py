@@ -101,6 +101,7 @@ def test_pooled_search_trains_only_on_the_pool(pool) -> None:
     assert trainers <= set(pool.worker_pids()) and len(trainers) <= pool.size
     assert not trainers & trial_processes, "a thin trial trained in its own process"
     assert all(r.metrics["startup_s"] >= 0 for r in results)
+    assert all(r.metrics["chunk_s"] > 0 for r in results)  # the worker's seconds on the chunk
 
 
 def test_busy_seconds_count_the_preparation_and_training_of_replicates(pool) -> None:

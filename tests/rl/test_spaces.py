@@ -128,7 +128,7 @@ def test_environment_registry_is_consistent() -> None:
 
 
 def test_fixed_hyperparameters_can_be_overridden_and_are_validated() -> None:
-    from rl_tasks.cli import _fixed_pair
+    from rl_tasks.cli import fixed_pair
 
     config = full_config("sac", "Pendulum-v1", {"hidden_size": 64, "gamma": np.float64(0.9), "seed": 3})
     assert config["hidden_size"] == 64 and config["gamma"] == 0.9 and "seed" not in config
@@ -136,9 +136,9 @@ def test_fixed_hyperparameters_can_be_overridden_and_are_validated() -> None:
         full_config("sac", "Pendulum-v1", {"hidden_size": 0})
     with pytest.raises(ValueError, match="activation='gelu'"):
         full_config("ppo", "CartPole-v1", {"activation": "gelu"})
-    assert _fixed_pair("hidden_size=64") == ("hidden_size", 64)
-    assert _fixed_pair("normalize_observations=true") == ("normalize_observations", True)
-    assert _fixed_pair("activation=relu") == ("activation", "relu")
+    assert fixed_pair("hidden_size=64") == ("hidden_size", 64)
+    assert fixed_pair("normalize_observations=true") == ("normalize_observations", True)
+    assert fixed_pair("activation=relu") == ("activation", "relu")
 
 
 def test_generate_refuses_an_unknown_fixed_override_before_training(tmp_path) -> None:
