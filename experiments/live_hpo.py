@@ -10,7 +10,7 @@ median per-replicate start-up (trial start to its first training chunk: imports,
 or loading programs, waiting for a pool worker; the ``startup_s`` metric), the training processes
 started (distinct PIDs of the processes that trained: Tune's trial actors, or the pool's workers) and, in
 brackets, Tune's trial actors (with ``--pool`` thin processes that neither import JAX nor train), the
-worker seconds spent per replicate (building, training and evaluating it: what the configurations cost),
+worker seconds spent per replicate (building, training and evaluating it),
 the share of the ``workers x wall`` seconds spent so ("workers busy": with ``--pool`` the pool's own
 account, ``WorkerPool.busy_seconds``; else trial spans), wall time, and the re-evaluated MV of the
 recommended configuration; then the ratios of compute, the wall-time ratio split into the ratio of worker

@@ -1,13 +1,12 @@
-"""Where a live replicate's seconds go: training chunks against greedy evaluations, as the policy improves.
+"""Where a live replicate's seconds go: training chunks against greedy evaluations.
 
 A live trial (``rl_tasks.make_trainable`` or the warm pool) trains one seed in chunks of ``--eval-every``
-steps and evaluates the greedy policy after each chunk on ``--eval-episodes`` episodes. Evaluation runs
-every episode to its end, so its cost grows with the policy's quality: on CartPole an untrained policy falls
-within a few dozen steps, a good one balances for all 500. A search that finds good configurations (ERAHBO in
-``experiments/live_hpo.py``) therefore pays more seconds per replicate than one that trains poor ones, at the
-same environment steps. This script trains one seed of each given configuration (default: ARLBench's
-defaults) and prints, per chunk, the training seconds, the evaluation seconds and the return (programs are
-compiled before timing starts).
+steps and evaluates the greedy policy after each chunk on ``--eval-episodes`` episodes; each evaluation runs
+its episodes to their end, so a policy that balances longer costs more to evaluate. This script trains one
+seed of each given configuration (default: ARLBench's defaults) with ``SeedRun``'s chunks and keys and
+prints, per chunk, the training seconds, the evaluation seconds and the return (programs are compiled before
+timing starts), so that a difference in seconds per replicate between configurations or runs
+(``experiments/live_hpo.py``) can be put down to training or to evaluation.
 
     python experiments/replicate_cost.py --algo ppo --env CartPole-v1 --steps 100000 --eval-every 20000 \\
         --eval-episodes 32 [--config '{"learning_rate": 0.001}'] [--seed 0]
@@ -38,11 +37,13 @@ def chunk_costs(algo: str, env: str, config: dict, steps: int, eval_every: int, 
     rows, done = [], 0
     while done < program.n_iterations:
         n = min(chunk, program.n_iterations - done)
+        done += n
+        # SeedRun's keys: fresh ones for intermediate evaluations, the table generator's for the final one.
+        key = key_eval if done >= program.n_iterations else jax.random.fold_in(key_eval, len(rows))
         started = time.perf_counter()
         state = jax.block_until_ready(program.advance(traced, state, n))
         trained = time.perf_counter()
-        value = float(program.evaluate(traced, state, key_eval).mean())
-        done += n
+        value = float(program.evaluate(traced, state, key).mean())
         rows.append((done * program.iteration_steps, trained - started, time.perf_counter() - trained, value))
     return rows
 
