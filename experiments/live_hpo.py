@@ -79,10 +79,10 @@ def searcher_for(method: str, seed: int) -> RiskAwareSearch:
     # ERAHBO keeps the searcher's default design (5 configurations x k_min = 2 seeds: 10 runs); RAHBO(k)
     # spends k runs per configuration, so its design is 2 configurations (40 runs at k = 20, as in the paper).
     if method == "erahbo":
-        return RiskAwareSearch(method="erahbo", k_min=2, k_max=20, random_state_seed=seed)
+        return RiskAwareSearch(method="erahbo", k_min=2, k_max=20, random_state_seed=seed, final_key="final")
     if method.startswith("rahbo-k"):
         k = int(method.removeprefix("rahbo-k"))
-        return RiskAwareSearch(method="rahbo", k_max=k, n_initial=2, random_state_seed=seed)
+        return RiskAwareSearch(method="rahbo", k_max=k, n_initial=2, random_state_seed=seed, final_key="final")
     raise ValueError(f"unknown method {method!r}; use erahbo or rahbo-k<k>")
 
 

@@ -20,6 +20,10 @@ Pieces:
   replicate and relays its chunks (``next_chunk``); ``detach`` stops one still training after its current
   chunk (a trial stopped while pending, or Tune's STOP in the relay).
 
+Cores: each worker pins itself to ``floor(cpus_per_worker)`` cores of its own on its node before JAX starts
+(``pin_cpus``, default on; ``rl_tasks.pinning`` says why: XLA sizes its thread pools from the affinity mask,
+and unpinned workers contend); a worker that finds no free core (more workers than cores) runs unpinned.
+
 Resources: a slot of ``cpus_per_worker`` CPUs is split between the worker (all but ``TRIAL_CPUS``) and the
 thin trial (``TRIAL_CPUS``, ``pool.trial_resources``), so ``W`` slots hold ``W`` CPUs and no more than ``W``
 thin trials fit where the pool fills the cluster. That bound matters: Ray Tune reuses a finished trial's
@@ -74,6 +78,7 @@ import ray
 from ray.exceptions import ObjectLostError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from rl_tasks.pinning import pin_process
 from rl_tasks.seed_run import Chunk
 
 logger = logging.getLogger(__name__)
@@ -103,6 +108,8 @@ class WorkerPool:
         compilation_cache_dir: JAX's persistent compilation cache for the workers (a replacement worker
             then loads instead of compiling); ``None``: JAX's own setting.
         owner_check_s: how often a trial waiting for a worker has the manager look for leases of dead trials.
+        pin_cpus: pin each worker to ``floor(cpus_per_worker)`` cores that no other pool worker on its node
+            holds (``rl_tasks.pinning``); no pinning for ``cpus_per_worker < 1`` (workers sharing cores).
 
     Raises:
         ValueError: a non-positive ``workers``/``owner_check_s``, ``cpus_per_worker <= TRIAL_CPUS`` or a
@@ -110,7 +117,7 @@ class WorkerPool:
     """
 
     def __init__(self, workers: int, *, cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0,
-                 compilation_cache_dir: str | None = None, owner_check_s: float = 1.0) -> None:
+                 compilation_cache_dir: str | None = None, owner_check_s: float = 1.0, pin_cpus: bool = True) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"WorkerPool: workers must be a positive integer, got workers={workers!r}")
         if not cpus_per_worker > TRIAL_CPUS:
@@ -131,7 +138,7 @@ class WorkerPool:
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self._manager = ray.remote(_PoolManager).options(
             name=self._name, namespace=self._namespace, num_cpus=0, max_concurrency=1000, scheduling_strategy=here,
-        ).remote(workers, options, compilation_cache_dir, owner_check_s)
+        ).remote(workers, options, compilation_cache_dir, owner_check_s, int(cpus_per_worker) if pin_cpus else 0)
 
     @property
     def size(self) -> int:
@@ -352,9 +359,10 @@ class _PoolManager:
     """The pool's bookkeeping actor (asynchronous: waiting lessees do not block releases)."""
 
     def __init__(self, size: int, worker_options: dict, compilation_cache_dir: str | None,
-                 owner_check_s: float) -> None:
+                 owner_check_s: float, pin_cores: int) -> None:
         self._worker_class = ray.remote(concurrency_groups={"watch": 1})(_PoolWorker).options(**worker_options)
         self._cache_dir = compilation_cache_dir
+        self._pin_cores = pin_cores
         self._owner_check_s = owner_check_s
         self._ids = itertools.count()
         self._started = 0
@@ -488,7 +496,7 @@ class _PoolManager:
         return self._released
 
     def _new_slot(self) -> _Slot:
-        worker = self._worker_class.remote(self._cache_dir)
+        worker = self._worker_class.remote(self._cache_dir, self._pin_cores)
         self._started += 1
         slot = _Slot(worker, worker.warm.remote(), worker.watch.remote())
         self._spawn(self._watch(slot))
@@ -544,16 +552,21 @@ class _PoolManager:
 class _PoolWorker:
     """A training process: one replicate at a time, JAX and compiled programs kept across replicates."""
 
-    def __init__(self, compilation_cache_dir: str | None) -> None:
+    def __init__(self, compilation_cache_dir: str | None, pin_cores: int) -> None:
         self._cache_dir = compilation_cache_dir
+        self._pin_cores = pin_cores
+        self._core_locks: list[int] = []  # held open for the process's life: they reserve its cores
         self._lease: int | None = None
         self._run: Any = None
         self._warm = False
         self._busy = 0.0  # seconds inside start() and advance()
 
     def warm(self) -> int:
-        """Import JAX and the training code now (and point JAX at the cache); returns the process id."""
+        """Pin the process to its cores, then import JAX and the training code (and point JAX at the cache);
+        returns the process id."""
         if not self._warm:
+            if self._pin_cores:  # before JAX starts: XLA sizes its thread pools from the affinity mask
+                _, self._core_locks = pin_process(self._pin_cores)
             from rl_tasks.training import use_compilation_cache  # noqa: PLC0415 - JAX loads in workers only
 
             if self._cache_dir is not None:

@@ -5,7 +5,9 @@
 trains in chunks of about ``eval_every`` environment steps and, after each chunk, evaluates the greedy policy
 and calls ``ray.tune.report``. A replicate that the searcher cancels is therefore stopped at the next chunk
 boundary. Every report carries the metric (the latest evaluation return), so Tune's strict metric checking is
-satisfied; the last report (``final=True``) holds the final return, which is what ``RiskAwareSearch`` uses.
+satisfied; the last report (``final=True``) holds the final return, which is what ``RiskAwareSearch`` uses
+(``RiskAwareSearch(final_key="final")`` takes it from that report, before the trial ends, so Tune can hand the
+trial's process to the next replicate).
 
 Every report also carries ``startup_s`` (seconds from the trial's start to its first training chunk: imports,
 tracing, compiling or loading programs, waiting for a pool worker), ``worker_pid`` (the training process) and

@@ -177,6 +177,8 @@ def test_unsupported_domains_name_the_parameter(domain, name):
     ({"lengthscale": "magic"}, "lengthscale"),
     ({"mode": "maximise"}, "mode"),
     ({"seed_key": ""}, "seed_key"),
+    ({"final_key": ""}, "final_key"),
+    ({"final_key": 1}, "final_key"),
     ({"evaluated_rewards": [1.0]}, "points_to_evaluate"),
 ])
 def test_bad_constructor_arguments(kwargs, pattern):
@@ -212,3 +214,31 @@ def test_set_max_concurrency_caps_live_trials_and_is_restored(tmp_path):
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_concurrent"):
             make().set_max_concurrency(bad)
+
+
+def test_final_key_observes_the_last_report_at_once_and_ignores_the_completion():
+    """With ``final_key`` the last report frees the trial's concurrency slot before the trial completes (so Tune
+    can stage the next replicate while the finishing process lives); the completion is not counted twice."""
+    def step(searcher):
+        searcher.set_max_concurrency(2)
+        first, _ = searcher.suggest("a"), searcher.suggest("b")
+        assert searcher.suggest("c") is None
+        searcher.on_trial_result("a", {"return": 0.1, "final": False, "training_iteration": 1})
+        searcher.on_trial_result("a", {"return": 0.2, "final": 1, "training_iteration": 2})  # a number is no flag
+        assert searcher.suggest("c") is None
+        searcher.on_trial_result("a", {"return": 0.5, "final": np.True_, "training_iteration": 3, "time_total_s": 2.0})
+        return first
+
+    plain = make()
+    step(plain)
+    assert plain.suggest("c") is None  # without final_key only the completion frees the slot
+    early = make(final_key="final")
+    config = step(early)
+    assert isinstance(early.suggest("c"), dict)
+    run = early.engine.runs[early._trial_to_run["a"]]
+    slot = early.engine.records[run.config_id].slots[run.replicate_index]
+    assert slot.value == 0.5 and run.cost == 2.0
+    early.on_trial_result("a", {"return": 0.5, "final": True, "training_iteration": 3, "done": True})  # Tune's repeat
+    early.on_trial_complete("a", {"return": 9.0, "final": True, "training_iteration": 3, "done": True})
+    assert early.engine.counts()["runs_completed"] == 1 and slot.value == 0.5
+    assert config == plain._config_of(0) | {"seed": config["seed"], "config_id": 0}

@@ -12,7 +12,12 @@ design, cancelled and failed replicates included (``budget_unit="runs"``). The i
 
 Observation: a replicate's observation is its *final* reported metric; intermediate results are
 received (so the scheduler can stop it) but never used. Errors and NaN/inf metrics go to the
-engine's failure policy (retry with a fresh seed, then mark the configuration failed).
+engine's failure policy (retry with a fresh seed, then mark the configuration failed). By default the
+final metric is the one Tune passes to ``on_trial_complete``; with ``final_key`` (a result key the
+trainable sets on its last report, as ``rl_tasks``' trainables set ``final``) it is taken from that
+report, one Tune step earlier: the next replicate is then suggested, and staged by Tune, while the
+finishing trial's process is still alive, so Tune hands that process to it (``reuse_actors``) instead
+of ending it at every synchronisation point of the search and starting another.
 
 Censoring: a trial that ends on a result its trainable did not finish with (an early-stopping
 scheduler such as ASHA, or a ``stop`` criterion, stopped it) is *censored*: Tune gives such a last
@@ -58,7 +63,7 @@ _ITERATION = "training_iteration"
 _RENAMED = {"seed": "random_state_seed"}  # EngineSettings names that RiskAwareSearch spells differently
 # Arguments of RiskAwareSearch that are not engine settings: what from_settings takes besides the settings.
 TUNE_ARGUMENTS = ("space", "metric", "mode", "seed_key", "config_id_key", "points_to_evaluate", "evaluated_rewards",
-                  "candidates", "warp")
+                  "candidates", "warp", "final_key")
 
 
 class RiskAwareSearch(Searcher):
@@ -102,6 +107,10 @@ class RiskAwareSearch(Searcher):
             recommended configuration's regret halves (README, "A recommendation worth deploying").
         warp: a pre-fitted output warp (e.g. pooled over an offline table), used as is; default:
             fitted on the initial design and re-fitted at a round start once returns leave its range.
+        final_key: a result key that the trainable sets true on its last report (``rl_tasks`` trainables
+            report ``final``): that report is the replicate's observation at once, before the trial ends,
+            so the next replicate is staged in time to reuse the finishing trial's actor; ``None``
+            (default): the observation is the result Tune passes when the trial completes.
         **engine_options: further ``EngineSettings`` fields (e.g. ``launch_policy``, ``refit``,
             ``budget_unit="samples"`` to charge only incorporated replicates as in the paper).
 
@@ -136,12 +145,13 @@ class RiskAwareSearch(Searcher):
         warp: FrozenWarp | None = None,
         config_id_key: str | None = "config_id",
         intensify: float | int = 0.1,
+        final_key: str | None = None,
         **engine_options: Any,
     ) -> None:
         if mode is not None and mode not in _MODES:
             raise ValueError(f"RiskAwareSearch: mode must be 'min' or 'max', got mode={mode!r}")
-        for name, key in (("seed_key", seed_key), ("config_id_key", config_id_key)):
-            if not (isinstance(key, str) and key) and not (name == "config_id_key" and key is None):
+        for name, key in (("seed_key", seed_key), ("config_id_key", config_id_key), ("final_key", final_key)):
+            if not (isinstance(key, str) and key) and not (name != "seed_key" and key is None):
                 raise ValueError(f"RiskAwareSearch: {name} must be a non-empty string, got {name}={key!r}")
         if seed_key == config_id_key:
             raise ValueError(f"RiskAwareSearch: seed_key and config_id_key are both {seed_key!r}; use two keys")
@@ -165,6 +175,7 @@ class RiskAwareSearch(Searcher):
         self._intensify = intensify
         self._seed_key = seed_key
         self._config_id_key = config_id_key
+        self._final_key = final_key
         self._seen_iteration: dict[str, Any] = {}  # trial id -> last training_iteration seen in on_trial_result
         self._censoring_explained = False
         self._points_to_evaluate = points_to_evaluate
@@ -194,8 +205,8 @@ class RiskAwareSearch(Searcher):
         searcher built by the constructor.
 
         ``tune_kwargs`` are the arguments that are not engine settings (``TUNE_ARGUMENTS``): ``seed_key``,
-        ``config_id_key``, ``points_to_evaluate``, ``evaluated_rewards``, ``candidates`` and ``warp`` (a
-        pre-fitted ``FrozenWarp``).
+        ``config_id_key``, ``points_to_evaluate``, ``evaluated_rewards``, ``candidates``, ``warp`` (a
+        pre-fitted ``FrozenWarp``) and ``final_key``.
         """
         if not isinstance(settings, EngineSettings):
             raise TypeError(f"RiskAwareSearch.from_settings: settings must be EngineSettings, got {settings!r:.100}")
@@ -268,15 +279,19 @@ class RiskAwareSearch(Searcher):
         return config
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        """Intermediate results are never observations (the scheduler may stop the trial).
+        """Intermediate results are never observations (the scheduler may stop the trial); a result that
+        ``final_key`` marks as the last one is the replicate's observation.
 
         Tune calls this for every result a trial reports, except the one on which a scheduler or a
         ``stop`` criterion stops it; the last ``training_iteration`` seen here tells a finished trial
-        from a stopped one in ``on_trial_complete``.
+        from a stopped one in ``on_trial_complete``. A replicate observed here ignores its trial's
+        completion (the engine's run is no longer in flight), whatever happens after its last report.
         """
         self._check_metric_type(trial_id, result)
         if _ITERATION in result:
             self._seen_iteration[trial_id] = result[_ITERATION]
+        if self._final_key is not None and _is_true(result.get(self._final_key)):
+            self._tell_final(trial_id, result)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         run_id = self._trial_to_run.get(trial_id)
@@ -296,6 +311,14 @@ class RiskAwareSearch(Searcher):
         if not error:
             self._check_metric_type(trial_id, result or {})
         self._engine.tell(run_id, None if error else self._observation(result), cost)
+
+    def _tell_final(self, trial_id: str, result: dict) -> None:
+        """Observe a replicate on its last report (``final_key``), if it is still in flight."""
+        run_id = self._trial_to_run.get(trial_id)
+        if run_id is None or self._engine is None or self._engine.runs[run_id].status is not RunStatus.IN_FLIGHT:
+            return  # not ours, cancelled (its completion tells it), or told already (a re-run after a restore)
+        cost = float(result.get("time_total_s", 0.0) or 0.0)
+        self._engine.tell(run_id, self._observation(result), cost)
 
     # ------------------------------------------------------------------ scheduler cooperation
     def suggested(self, trial_id: str) -> bool:
@@ -522,6 +545,11 @@ def _check_intensify(intensify: Any) -> None:
             f"RiskAwareSearch: intensify as a fraction of the budget must be in [0, {_MAX_INTENSIFY_FRACTION}], "
             f"got intensify={intensify!r}"
         )
+
+
+def _is_true(value: Any) -> bool:
+    """A boolean ``True`` (Python or NumPy); a number or a string is no ``final_key`` flag."""
+    return isinstance(value, (bool, np.bool_)) and bool(value)
 
 
 def _is_number(value: Any) -> bool:

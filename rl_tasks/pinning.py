@@ -1,0 +1,73 @@
+"""Pin a training process to CPU cores of its own, node-wide, before JAX starts.
+
+Why: Ray reserves ``num_cpus`` for an actor but does not pin it, and XLA:CPU sizes its thread pools from the
+process's affinity mask. Two pool workers on a 2-core node therefore each run as many compute threads as the
+node has cores, and the four threads contend: measured on PPO CartPole (100k steps, ``minibatch_size`` 512),
+a replicate took 1.90-1.95 s with two unpinned workers training at once and 1.44 s with each worker pinned
+to a core of its own (1.52 s alone). Pinning gives each worker what its Ray slot promised and nothing more.
+
+Cores are claimed with an exclusive ``flock`` on one lock file per core in a node-wide directory, held
+for the life of the process: the kernel drops the lock when the process dies however it dies, so a
+replacement worker (the pool replaces dead ones) claims the dead one's cores, and the workers of
+several pools on one node never share a core. No coordinator is needed and nothing is left to clean up.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+CORE_LOCKS = Path(tempfile.gettempdir()) / "rl_tasks_core_locks"  # node-wide: one lock file per core
+
+
+def claim_cores(available: Sequence[int], count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], list[int]]:
+    """Claim ``count`` of the ``available`` cores that no live process holds; ``(cores, descriptors)``.
+
+    Each claimed core's lock file (``directory/core<N>``) stays locked while its descriptor is open (close it,
+    or let the process end, to give the core back). Fewer than ``count`` free cores: nothing is claimed and
+    ``([], [])`` is returned (the caller runs unpinned).
+    """
+    if count < 1:
+        raise ValueError(f"claim_cores: count must be >= 1, got count={count!r}")
+    directory.mkdir(parents=True, exist_ok=True)
+    cores: list[int] = []
+    descriptors: list[int] = []
+    for core in sorted(available):
+        descriptor = os.open(directory / f"core{core}", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)  # another live process holds this core
+            continue
+        cores.append(core)
+        descriptors.append(descriptor)
+        if len(cores) == count:
+            return cores, descriptors
+    for descriptor in descriptors:
+        os.close(descriptor)
+    return [], []
+
+
+def pin_process(count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], list[int]]:
+    """Pin every thread of this process (and so every thread it starts later) to ``count`` free cores of
+    its affinity mask; ``(cores, descriptors)`` as ``claim_cores``, ``([], [])`` where it cannot pin
+    (no free cores left: more workers than cores on the node; or no ``sched_setaffinity``, e.g. macOS)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return [], []
+    cores, descriptors = claim_cores(sorted(os.sched_getaffinity(0)), count, directory)
+    if not cores:
+        logger.warning("pid %d: fewer than %d free cores on this node (more pool workers than cores); running "
+                       "unpinned", os.getpid(), count)
+        return [], []
+    for thread in os.listdir("/proc/self/task"):  # Linux affinity is per thread: Ray's threads already run
+        try:
+            os.sched_setaffinity(int(thread), cores)
+        except (ProcessLookupError, PermissionError):
+            pass  # a thread that just ended, or one that may not be moved: the compute threads come later
+    return cores, descriptors

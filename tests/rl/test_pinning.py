@@ -1,0 +1,39 @@
+"""Core claims for pool workers (``rl_tasks.pinning``): distinct cores per live process, freed on exit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rl_tasks.pinning import claim_cores
+
+
+def test_claims_take_distinct_free_cores_and_give_them_back_on_close(tmp_path) -> None:
+    first, first_locks = claim_cores([3, 1], 1, tmp_path)
+    second, second_locks = claim_cores([3, 1], 1, tmp_path)
+    assert (first, second) == ([1], [3])  # lowest free core first; a held core is skipped
+    assert claim_cores([1, 3], 1, tmp_path) == ([], [])  # none left: the caller runs unpinned
+    os.close(first_locks[0])
+    assert claim_cores([1, 3], 1, tmp_path)[0] == [1]  # the closed claim's core is free again
+    os.close(second_locks[0])
+
+
+def test_a_claim_needs_all_its_cores_or_takes_none(tmp_path) -> None:
+    held, _ = claim_cores([0, 1, 2], 1, tmp_path)
+    assert held == [0]
+    assert claim_cores([0, 1, 2], 3, tmp_path) == ([], [])
+    assert claim_cores([0, 1, 2], 2, tmp_path)[0] == [1, 2]  # the failed claim released what it had locked
+    with pytest.raises(ValueError, match="count"):
+        claim_cores([0, 1], 0, tmp_path)
+
+
+def test_the_cores_of_a_dead_process_are_free(tmp_path) -> None:
+    code = (f"import os, sys; sys.path.insert(0, {os.getcwd()!r}); from pathlib import Path; "
+            f"from rl_tasks.pinning import claim_cores; print(claim_cores([5, 6], 2, Path({str(tmp_path)!r}))[0]); "
+            "os._exit(0)")  # ends without closing anything: the kernel drops the locks
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[5, 6]"
+    assert claim_cores([5, 6], 2, tmp_path)[0] == [5, 6]
