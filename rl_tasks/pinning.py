@@ -39,7 +39,10 @@ def claim_cores(available: Sequence[int], count: int, directory: Path = CORE_LOC
     cores: list[int] = []
     descriptors: list[int] = []
     for core in sorted(available):
-        descriptor = os.open(directory / f"core{core}", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            descriptor = os.open(directory / f"core{core}", os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:
+            continue  # another user's lock file: that user's workers may hold the core; take another
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -7,7 +7,9 @@ trial actor are discarded. The next wave's other trials then wait for fresh acto
 replicate trains in less time than that, the running trial's actor frees first and Tune hands it to the
 waiting trial, killing the fresh one: trials run one after another on one actor while the other pool
 workers idle (measured: PPO CartPole at 100k steps, ERAHBO's workers busy 71 % of the time against 93 %
-for RAHBO(k=20)).
+for RAHBO(k=20)). ``RiskAwareSearch(final_key="final")`` removes most of that churn (the next replicate is
+staged before the finishing trial ends, so its process is handed over); prefetching still starts a replicate
+as soon as a worker frees, before Tune has given its trial a process.
 
 ``PoolPrefetch`` is a driver-side Tune callback: after every controller step it gives each PENDING trial of a
 pooled trainable (``rl_tasks.make_pooled_trainable``) a free pool worker, if there is one, and starts its

@@ -98,7 +98,9 @@ def make_pooled_trainable(
     """A thin Tune function trainable whose replicate trains on a warm ``WorkerPool`` worker.
 
     Same arguments, reports and values as ``make_trainable`` (bit for bit: both run
-    ``rl_tasks.seed_run.SeedRun``), except that JAX's compilation cache is the pool's. The trial leases a
+    ``rl_tasks.seed_run.SeedRun``, given the same number of XLA compute threads: a pinned pool worker uses one,
+    an unpinned trial process one per core of its node, which changes the returns of some configurations,
+    e.g. SAC with ``buffer_batch_size`` >= 512), except that JAX's compilation cache is the pool's. The trial leases a
     worker (waiting while none is free), starts the replicate there (``WorkerPool.start_replicate``: a
     worker found dead first is replaced and another leased) and reports after each chunk; Tune's STOP
     (raised inside ``tune.report``) ends it at the next chunk and the lease is released in a ``finally``.

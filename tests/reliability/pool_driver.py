@@ -79,7 +79,7 @@ def make_searcher(candidates: list[dict], budget: int, repeat: int):
 
     searcher = RiskAwareSearch(
         search_space(), metric="return", mode="max", random_state_seed=repeat, common_random_numbers=True,
-        candidates=candidates, budget=budget, max_active_configs=1, **SETTINGS,
+        candidates=candidates, budget=budget, max_active_configs=1, final_key="final", **SETTINGS,
     )
     return searcher, 3 * budget
 

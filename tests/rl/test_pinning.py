@@ -37,3 +37,16 @@ def test_the_cores_of_a_dead_process_are_free(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[5, 6]"
     assert claim_cores([5, 6], 2, tmp_path)[0] == [5, 6]
+
+
+
+def test_a_lock_file_that_cannot_be_opened_skips_its_core(tmp_path, monkeypatch) -> None:
+    real_open = os.open
+
+    def refuse_core0(path, *args):  # another user's lock file (root opens any file, so it is simulated)
+        if str(path).endswith("core0"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args)
+
+    monkeypatch.setattr(os, "open", refuse_core0)
+    assert claim_cores([0, 1], 1, tmp_path)[0] == [1]
