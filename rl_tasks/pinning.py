@@ -18,29 +18,43 @@ import fcntl
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 CORE_LOCKS = Path(tempfile.gettempdir()) / "rl_tasks_core_locks"  # node-wide: one lock file per core
+# A replacement worker can start while the process it replaces is still exiting (its locks go with its exit):
+# a worker waits this long for a core before it runs unpinned.
+REPLACEMENT_WAIT_S = 5.0
 
 
-def claim_cores(available: Sequence[int], count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], list[int]]:
+def claim_cores(available: Sequence[int], count: int, directory: Path = CORE_LOCKS,
+                wait_s: float = 0.0) -> tuple[list[int], list[int]]:
     """Claim ``count`` of the ``available`` cores that no live process holds; ``(cores, descriptors)``.
 
     Each claimed core's lock file (``directory/core<N>``) stays locked while its descriptor is open (close it,
-    or let the process end, to give the core back). Fewer than ``count`` free cores: nothing is claimed and
-    ``([], [])`` is returned (the caller runs unpinned).
+    or let the process end, to give the core back). Fewer than ``count`` free cores, also after trying again
+    for ``wait_s`` seconds: nothing is claimed and ``([], [])`` is returned (the caller runs unpinned).
     """
     if count < 1:
         raise ValueError(f"claim_cores: count must be >= 1, got count={count!r}")
     directory.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    while True:
+        claimed = _try_claim(available, count, directory)
+        if claimed[0] or time.monotonic() >= deadline:
+            return claimed
+        time.sleep(0.1)
+
+
+def _try_claim(available: Sequence[int], count: int, directory: Path) -> tuple[list[int], list[int]]:
     cores: list[int] = []
     descriptors: list[int] = []
     for core in sorted(available):
         try:
-            descriptor = os.open(directory / f"core{core}", os.O_RDWR | os.O_CREAT, 0o666)
+            descriptor = os.open(directory / f"core{core}", os.O_RDONLY | os.O_CREAT, 0o666)  # flock needs no write access
         except PermissionError:
             continue  # another user's lock file: that user's workers may hold the core; take another
         try:
@@ -63,7 +77,7 @@ def pin_process(count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], li
     (no free cores left: more workers than cores on the node; or no ``sched_setaffinity``, e.g. macOS)."""
     if not hasattr(os, "sched_setaffinity"):
         return [], []
-    cores, descriptors = claim_cores(sorted(os.sched_getaffinity(0)), count, directory)
+    cores, descriptors = claim_cores(sorted(os.sched_getaffinity(0)), count, directory, REPLACEMENT_WAIT_S)
     if not cores:
         logger.warning("pid %d: fewer than %d free cores on this node (more pool workers than cores); running "
                        "unpinned", os.getpid(), count)

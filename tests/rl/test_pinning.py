@@ -50,3 +50,18 @@ def test_a_lock_file_that_cannot_be_opened_skips_its_core(tmp_path, monkeypatch)
 
     monkeypatch.setattr(os, "open", refuse_core0)
     assert claim_cores([0, 1], 1, tmp_path)[0] == [1]
+
+
+def test_a_claim_waits_for_a_core_whose_process_is_still_exiting(tmp_path) -> None:
+    """A replacement worker may start before the worker it replaces has exited: it waits for the core."""
+    code = (f"import os, sys, time; sys.path.insert(0, {os.getcwd()!r}); from pathlib import Path; "
+            f"from rl_tasks.pinning import claim_cores; claim_cores([7], 1, Path({str(tmp_path)!r})); "
+            "print('held', flush=True); time.sleep(1.0)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert claim_cores([7], 1, tmp_path) == ([], [])  # no wait: the core is still held
+        assert claim_cores([7], 1, tmp_path, wait_s=10.0)[0] == [7]  # freed when the holder exits
+    finally:
+        holder.kill()
+        holder.wait()
