@@ -19,7 +19,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ CORE_LOCKS = Path(tempfile.gettempdir()) / "rl_tasks_core_locks"  # node-wide: o
 REPLACEMENT_WAIT_S = 5.0
 
 
-def claim_cores(available: Sequence[int], count: int, directory: Path = CORE_LOCKS,
+def claim_cores(available: Collection[int], count: int, directory: Path = CORE_LOCKS,
                 wait_s: float = 0.0) -> tuple[list[int], list[int]]:
     """Claim ``count`` of the ``available`` cores that no live process holds; ``(cores, descriptors)``.
 
@@ -49,7 +49,7 @@ def claim_cores(available: Sequence[int], count: int, directory: Path = CORE_LOC
         time.sleep(0.1)
 
 
-def _try_claim(available: Sequence[int], count: int, directory: Path) -> tuple[list[int], list[int]]:
+def _try_claim(available: Collection[int], count: int, directory: Path) -> tuple[list[int], list[int]]:
     cores: list[int] = []
     descriptors: list[int] = []
     for core in sorted(available):
@@ -77,7 +77,7 @@ def pin_process(count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], li
     (no free cores left: more workers than cores on the node; or no ``sched_setaffinity``, e.g. macOS)."""
     if not hasattr(os, "sched_setaffinity"):
         return [], []
-    cores, descriptors = claim_cores(sorted(os.sched_getaffinity(0)), count, directory, REPLACEMENT_WAIT_S)
+    cores, descriptors = claim_cores(os.sched_getaffinity(0), count, directory, REPLACEMENT_WAIT_S)
     if not cores:
         logger.warning("pid %d: fewer than %d free cores on this node (more pool workers than cores); running "
                        "unpinned", os.getpid(), count)

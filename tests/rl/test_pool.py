@@ -6,6 +6,7 @@ A driver SIGKILLed and restored on a new pool, and a node lost under the pool, a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -55,14 +56,12 @@ def _recorder():
 
 
 def _pinned_to_distinct_cores(pids: list[int]) -> bool:
-    import os
-
     masks = [os.sched_getaffinity(pid) for pid in pids]
     return all(len(mask) == 1 for mask in masks) and len(set().union(*masks)) == len(pids)
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity")
-                    or len(__import__("os").sched_getaffinity(0)) < 2, reason="needs 2 cores to pin 2 workers")
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs 2 cores to pin 2 workers")
 def test_workers_are_pinned_to_cores_of_their_own(pool) -> None:
     """Each worker holds one core (cpus_per_worker=1), so XLA in it runs one compute thread, not one per core."""
     assert _pinned_to_distinct_cores(pool.worker_pids())
@@ -206,7 +205,7 @@ def test_a_worker_that_dies_while_free_costs_no_replicate(pool) -> None:
     assert pool.workers_started() == started + 1
     pids = pool.worker_pids()  # waits for the replacement's warm-up
     assert len(pids) == pool.size and killed not in pids
-    if len(__import__("os").sched_getaffinity(0)) >= 2:
+    if len(os.sched_getaffinity(0)) >= 2:
         assert _pinned_to_distinct_cores(pids)  # the replacement took the dead worker's core
 
 

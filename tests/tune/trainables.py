@@ -8,18 +8,16 @@ from __future__ import annotations
 
 
 def make_noisy_trainable(iterations: int = 4, sleep: float = 0.0, jitter: float = 0.0,
-                         fail_every: int = 0, nan_every: int = 0, silent_every: int = 0, report_final: bool = False):
+                         fail_every: int = 0, nan_every: int = 0, silent_every: int = 0):
     """A 1-2 parameter objective: mean ``sin(6x) + bonus(opt)``, noise sd ``0.1 + 0.8 x``.
 
     ``sleep``/``jitter`` set the per-iteration wall time (jitter randomises arrival order);
     ``fail_every``/``nan_every``/``silent_every``: seeds divisible by it raise / report NaN /
-    never report the metric. ``report_final``: each report also carries ``final`` (true on the last one,
-    as ``rl_tasks``' trainables report it) and ``pid`` (the trial's process).
+    never report the metric.
     """
 
     def trainable(config):
         import math
-        import os
         import time
 
         import numpy as np
@@ -39,7 +37,6 @@ def make_noisy_trainable(iterations: int = 4, sleep: float = 0.0, jitter: float 
                 tune.report({"other": float(i)})
                 continue
             reported = float("nan") if nan_every and seed % nan_every == 0 else value
-            extra = {"final": i == iterations - 1, "pid": os.getpid()} if report_final else {}
-            tune.report({"return": reported if i == iterations - 1 else value * 0.5, "step": i, **extra})
+            tune.report({"return": reported if i == iterations - 1 else value * 0.5, "step": i})
 
     return trainable

@@ -298,7 +298,7 @@ class RiskAwareSearch(Searcher):
         if run_id is None or self._engine is None:
             return
         run = self._engine.runs[run_id]
-        cost = float((result or {}).get("time_total_s", 0.0) or 0.0)
+        cost = _cost(result)
         if run.status is RunStatus.CANCEL_REQUESTED:
             self._engine.tell_cancelled(run_id, cost)
             return
@@ -317,8 +317,7 @@ class RiskAwareSearch(Searcher):
         run_id = self._trial_to_run.get(trial_id)
         if run_id is None or self._engine is None or self._engine.runs[run_id].status is not RunStatus.IN_FLIGHT:
             return  # not ours, cancelled (its completion tells it), or told already (a re-run after a restore)
-        cost = float(result.get("time_total_s", 0.0) or 0.0)
-        self._engine.tell(run_id, self._observation(result), cost)
+        self._engine.tell(run_id, self._observation(result), _cost(result))
 
     # ------------------------------------------------------------------ scheduler cooperation
     def suggested(self, trial_id: str) -> bool:
@@ -545,6 +544,11 @@ def _check_intensify(intensify: Any) -> None:
             f"RiskAwareSearch: intensify as a fraction of the budget must be in [0, {_MAX_INTENSIFY_FRACTION}], "
             f"got intensify={intensify!r}"
         )
+
+
+def _cost(result: dict | None) -> float:
+    """A replicate's compute cost: the trial's ``time_total_s`` (0 when Tune reported none)."""
+    return float((result or {}).get("time_total_s", 0.0) or 0.0)
 
 
 def _is_true(value: Any) -> bool:
