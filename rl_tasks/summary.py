@@ -4,14 +4,16 @@ For a finished table (``<out>.parquet`` + ``<out>.parquet.json``) or one still b
 ``datasets/_parts/<stem>/`` files): configurations and seeds done, mean return of the best and worst
 configuration, the spread across seeds (mean per-configuration standard deviation, and its minimum and
 maximum across configurations: heteroscedasticity), the fraction of configurations with a NaN return, and the
-compute time. ``python -m rl_tasks.summary datasets/ppo_cartpole.parquet ...`` prints one markdown line each.
+compute time. ``python -m rl_tasks.summary [TABLE_OR_DIR ...]`` prints one markdown line per table (default:
+every table of ``datasets/``, finished or partial).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,13 +107,41 @@ def update_readme(readme: str | Path, paths: list[str | Path]) -> None:
     readme.write_text(f"{head}{start}\n{markdown_table(paths)}\n{end}{tail}")
 
 
-def main(argv: list[str]) -> None:
-    """``python -m rl_tasks.summary [--update-readme README] TABLE...``: print (and optionally write) the summary."""
-    if argv[:1] == ["--update-readme"]:
-        update_readme(argv[1], argv[2:])
-        argv = argv[2:]
-    print(markdown_table(argv))
+def table_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """The tables named by ``paths``: a ``.parquet`` path as is (finished or partial), a directory as every table
+    in it (its ``*.parquet`` files and the stems of its ``_parts/`` folders, so partial tables are included)."""
+    tables: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            stems = {p.stem for p in path.glob("*.parquet")}
+            stems |= {p.name for p in (path / "_parts").glob("*") if p.is_dir()}
+            tables += [path / f"{stem}.parquet" for stem in sorted(stems)]
+        elif path.suffix == ".parquet" and (path.exists() or parts_dir(path).is_dir()):
+            tables.append(path)
+        else:
+            raise ValueError(f"{path} is neither a table (<name>.parquet, finished or with parts in "
+                             f"{parts_dir(path) if path.suffix == '.parquet' else '_parts/<name>/'}) nor a directory")
+    return tables
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rl_tasks.summary [--update-readme README] [TABLE_OR_DIR ...]``: print (and optionally write)
+    the summary."""
+    parser = argparse.ArgumentParser(prog="python -m rl_tasks.summary", description=__doc__.split("\n\n")[0])
+    parser.add_argument("tables", nargs="*", default=["datasets"],
+                        help="tables (<name>.parquet) or directories of tables (default: datasets)")
+    parser.add_argument("--update-readme", metavar="README",
+                        help="also write the summary between the README's summary:start/end markers")
+    args = parser.parse_args(argv)
+    try:
+        tables = table_paths(args.tables)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.update_readme:
+        update_readme(args.update_readme, tables)
+    print(markdown_table(tables))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

@@ -148,3 +148,24 @@ def test_summary_of_finished_and_partial_tables(first_table, table_dir) -> None:
     partial = summarize(partial_out)
     assert not partial["complete"] and partial["configs_done"] == 1
     assert "partial (1/2)" in markdown_line(partial)
+
+
+def test_summary_cli_lists_a_directory_with_its_partial_tables_and_names_a_bad_path(
+        first_table, tmp_path, capsys) -> None:
+    import shutil
+
+    from rl_tasks.summary import main, table_paths
+
+    out, _ = first_table
+    for suffix in ("", ".json"):
+        shutil.copy(f"{out}{suffix}", tmp_path / f"done.parquet{suffix}")
+    shutil.copytree(parts_dir(out), parts_dir(tmp_path / "done.parquet"))
+    shutil.copytree(parts_dir(out), parts_dir(tmp_path / "growing.parquet"))  # parts only, no parquet yet
+    assert table_paths([tmp_path]) == [tmp_path / "done.parquet", tmp_path / "growing.parquet"]
+    assert main([str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "| done | complete | 2 x" in printed and "| growing | partial (2/2) | 2 x" in printed
+    (tmp_path / "notes.md").write_text("not a table")
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tmp_path / "notes.md")])
+    assert exit_info.value.code == 2 and "notes.md is neither a table" in capsys.readouterr().err
