@@ -6,7 +6,13 @@ plus ERAHBO with the exponential beta_stop schedule, 20 repetitions, budget 1500
 ``--out``. ``--synthetic`` adds (or, when no real table exists yet, substitutes) three synthetic
 heteroscedastic tables written from ``tune_risk.benchmarks.objectives`` (clearly named ``synthetic-*``).
 
-    python experiments/erahbo_replay.py [--repeats 20] [--budget 1500] [--synthetic] [--out results/erahbo_replay]
+Each table is replayed into its own ``--out/tables/<name>/`` (resumable unit by unit, like ``tune-risk replay``,
+and fingerprinted per table), so a table that is regenerated or extended invalidates only its own replays;
+the study over all tables (ranks, Wilcoxon tests over every (table, repeat) pair, thresholds, figures) is then
+written to ``--out`` from the per-table runs. Rerunning the same command resumes; ``--tables`` picks tables.
+
+    python experiments/erahbo_replay.py [--repeats 20] [--budget 1500] [--tables dqn_cartpole ...] [--synthetic]
+        [--out results/erahbo_replay]
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import pandas as pd
 
 from tune_risk.benchmarks.objectives import get_objective, make_pool_table
 from tune_risk.cli import main as tune_risk_main
+from tune_risk.offline.summary import write_summary
 from tune_risk.offline.table import OfflineTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,24 +47,57 @@ def synthetic_tables(directory: Path, seeds: int = 50) -> list[Path]:
     return paths
 
 
+def replay_each(tables: list[Path], args: argparse.Namespace) -> list[Path]:
+    """Replay every table into ``--out/tables/<name>/`` (resuming finished units); return those directories."""
+    outs = []
+    for table in tables:
+        out = args.out / "tables" / table.stem
+        argv = ["replay", "--methods", args.methods, "--repeats", str(args.repeats), "--budget", str(args.budget),
+                "--table", str(table), "--out", str(out)]
+        if tune_risk_main(argv) != 0:
+            raise SystemExit(f"replay of {table} did not finish; rerun the same command to resume")
+        outs.append(out)
+    return outs
+
+
+def combine(outs: list[Path], out: Path) -> list[Path]:
+    """The study over all tables: concatenated ``runs.csv`` / ``rounds.csv`` and their summary in ``out``."""
+    frames = {kind: pd.concat([pd.read_csv(d / f"{kind}.csv") for d in outs], ignore_index=True)
+              for kind in ("runs", "rounds")}
+    for kind, frame in frames.items():
+        frame.to_csv(out / f"{kind}.csv", index=False, lineterminator="\n")
+    names = ", ".join(d.name for d in outs)
+    return write_summary(frames["runs"], frames["rounds"], out, title=f"Offline replay: {names}")
+
+
+def pick_tables(names: list[str] | None) -> list[Path]:
+    """The finished tables of ``datasets/`` (all, or those named); a partial table has no parquet yet."""
+    available = {p.stem: p for p in sorted((ROOT / "datasets").glob("*.parquet"))}
+    if names is None:
+        return list(available.values())
+    unknown = sorted(set(names) - set(available))
+    if unknown:
+        raise SystemExit(f"--tables: no finished table {unknown} in datasets/ (have: {sorted(available)})")
+    return [available[name] for name in names]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--methods", default=METHODS)
+    parser.add_argument("--tables", nargs="+", metavar="NAME", help="table names in datasets/ (default: all)")
     parser.add_argument("--synthetic", action="store_true", help="add the synthetic tables")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "erahbo_replay")
     args = parser.parse_args()
-    tables = sorted((ROOT / "datasets").glob("*.parquet"))
+    tables = pick_tables(args.tables)
     if args.synthetic or not tables:
         if not tables:
             print("no table in datasets/ yet: using the synthetic tables", file=sys.stderr)
         tables += synthetic_tables(args.out / "synthetic_tables")
-    argv = ["replay", "--methods", args.methods, "--repeats", str(args.repeats), "--budget", str(args.budget),
-            "--out", str(args.out)]
-    for table in tables:
-        argv += ["--table", str(table)]
-    return tune_risk_main(argv)
+    written = combine(replay_each(tables, args), args.out)
+    print(f"wrote the study over {len(tables)} table(s) to {args.out} ({len(written)} summary files)")
+    return 0
 
 
 if __name__ == "__main__":
