@@ -169,6 +169,23 @@ def test_wilcoxon_with_too_few_pairs_marks_nobody_but_the_best_not_worse():
     tested = metrics.wilcoxon_vs_best(_runs(more), "regret").set_index("method")
     assert tested.loc["bad", "p_value"] < 0.05 and not tested.loc["bad", "not_worse"]
 
+def test_wilcoxon_vs_a_reference_counts_its_wins_and_tests_every_other_method():
+    values = {}
+    for r in range(8):
+        values[("t", "ref", r)] = [float(r)]
+        values[("t", "worse", r)] = [r + 1.0 + 0.1 * r]      # ref wins all 8 pairs
+        values[("t", "better", r)] = [r - 1.0 if r < 7 else 7.0]  # ref loses 7, ties 1
+    result = metrics.wilcoxon_vs(_runs(values), "ref", "regret").set_index("method")
+    assert list(result.loc["worse", ["wins", "ties", "losses", "n_pairs"]]) == [8, 0, 0, 8]
+    assert list(result.loc["better", ["wins", "ties", "losses"]]) == [0, 1, 7]
+    assert np.isnan(result.loc["ref", "p_value"])
+    worse = np.arange(8) + 1.0 + 0.1 * np.arange(8)
+    assert result.loc["worse", "p_value"] == pytest.approx(wilcoxon(worse, np.arange(8.0)).pvalue)
+    assert result.loc["better", "p_value"] < 0.05
+    with pytest.raises(ValueError, match="'nope' is not in runs"):
+        metrics.wilcoxon_vs(_runs(values), "nope")
+
+
 def test_wilcoxon_single_method_is_not_applicable():
     result = metrics.wilcoxon_vs_best(_runs({("t", "only", 0): [1.0, 0.5]}), "regret")
     assert list(result["method"]) == ["only"] and result["mean_rank"].iloc[0] == 1.0

@@ -335,25 +335,42 @@ def wilcoxon_min_pairs(alpha: float = 0.05) -> int:
     return math.floor(1.0 - math.log2(alpha)) + 1  # the smallest n with 2 ** (1 - n) < alpha
 
 
-def wilcoxon_vs_best(runs: pd.DataFrame, column: str = "regret", alpha: float = 0.05) -> pd.DataFrame:
-    """Mean rank of every method and a Wilcoxon signed-rank test against the best-ranked method (Table 1).
+def wilcoxon_vs(runs: pd.DataFrame, reference: str, column: str = "regret", alpha: float = 0.05) -> pd.DataFrame:
+    """Every method against ``reference``: its mean rank, and a paired two-sided Wilcoxon signed-rank test of
+    its final ``column`` against ``reference``'s over the (table, repeat) pairs where both ran.
 
-    The final values of ``column`` are paired by (table, repeat); ``n_pairs`` counts the pairs;
-    ``p_value`` is the two-sided ``scipy.stats.wilcoxon`` p-value (NaN for the best method itself,
-    without common pairs, and with fewer than ``wilcoxon_min_pairs(alpha)`` pairs, where the test
-    cannot reach significance; 1.0 when all paired differences are zero).  ``not_worse`` marks the
-    paper's bold entries: the best method and every method tested with ``p_value >= alpha`` (an
-    untestable method is not called "not worse").
+    Returns ``method, mean_rank, se_rank, n_blocks`` (as :func:`mean_ranks`), ``n_pairs``, ``p_value``
+    (``scipy.stats.wilcoxon``; NaN for ``reference`` itself, without common pairs, and with fewer than
+    ``wilcoxon_min_pairs(alpha)`` pairs, where the test cannot reach significance; 1.0 when every paired
+    difference is zero) and ``wins, ties, losses``: the pairs where ``reference``'s value is lower, equal,
+    higher (lower is better).
     """
     ranks = mean_ranks(runs, column)
     finals = final_values(runs).pivot(index=BLOCK, columns="method", values=column)
-    best = ranks["method"].iloc[0]
+    if reference not in finals.columns:
+        raise ValueError(f"wilcoxon_vs: reference method {reference!r} is not in runs (have {sorted(finals.columns)})")
     minimum = wilcoxon_min_pairs(alpha)
-    pairs = [int((finals[m].notna() & finals[best].notna()).sum()) for m in ranks["method"]]
-    p_values = [float("nan") if m == best or n < minimum
-                else _paired_p_value(finals[m].to_numpy(), finals[best].to_numpy())
-                for m, n in zip(ranks["method"], pairs, strict=True)]
-    out = ranks.assign(n_pairs=pairs, p_value=p_values, best=ranks["method"] == best)
+    rows = []
+    for method in ranks["method"]:
+        both = finals[[method, reference]].dropna()
+        ref, other = both[reference].to_numpy(), both[method].to_numpy()
+        untestable = method == reference or len(both) < minimum
+        rows.append({"n_pairs": len(both), "p_value": float("nan") if untestable else _paired_p_value(other, ref),
+                     "wins": int(np.sum(ref < other)), "ties": int(np.sum(ref == other)),
+                     "losses": int(np.sum(ref > other))})
+    return pd.concat([ranks, pd.DataFrame(rows, index=ranks.index)], axis=1)
+
+
+def wilcoxon_vs_best(runs: pd.DataFrame, column: str = "regret", alpha: float = 0.05) -> pd.DataFrame:
+    """Mean rank of every method and a Wilcoxon signed-rank test against the best-ranked method (Table 1).
+
+    :func:`wilcoxon_vs` with the best mean rank as the reference, plus ``best`` and ``not_worse``: the paper's
+    bold entries, the best method and every method tested with ``p_value >= alpha`` (an untestable method is
+    not called "not worse").
+    """
+    best = mean_ranks(runs, column)["method"].iloc[0]
+    out = wilcoxon_vs(runs, best, column, alpha).drop(columns=["wins", "ties", "losses"])
+    out = out.assign(best=out["method"] == best)
     return out.assign(not_worse=out["best"] | (out["p_value"] >= alpha))
 
 
