@@ -179,6 +179,7 @@ def test_wilcoxon_vs_a_reference_counts_its_wins_and_tests_every_other_method():
     assert list(result.loc["worse", ["wins", "ties", "losses", "n_pairs"]]) == [8, 0, 0, 8]
     assert list(result.loc["better", ["wins", "ties", "losses"]]) == [0, 1, 7]
     assert np.isnan(result.loc["ref", "p_value"])
+    assert list(result.loc["ref", ["wins", "ties", "losses", "n_pairs"]]) == [0, 8, 0, 8]
     worse = np.arange(8) + 1.0 + 0.1 * np.arange(8)
     assert result.loc["worse", "p_value"] == pytest.approx(wilcoxon(worse, np.arange(8.0)).pvalue)
     assert result.loc["better", "p_value"] < 0.05

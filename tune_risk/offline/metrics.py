@@ -352,7 +352,7 @@ def wilcoxon_vs(runs: pd.DataFrame, reference: str, column: str = "regret", alph
     minimum = wilcoxon_min_pairs(alpha)
     rows = []
     for method in ranks["method"]:
-        both = finals[[method, reference]].dropna()
+        both = finals[list(dict.fromkeys([method, reference]))].dropna()
         ref, other = both[reference].to_numpy(), both[method].to_numpy()
         untestable = method == reference or len(both) < minimum
         rows.append({"n_pairs": len(both), "p_value": float("nan") if untestable else _paired_p_value(other, ref),
