@@ -9,7 +9,10 @@ to a core of its own (1.52 s alone). Pinning gives each worker what its Ray slot
 Cores are claimed with an exclusive ``flock`` on one lock file per core in a node-wide directory, held
 for the life of the process: the kernel drops the lock when the process dies however it dies, so a
 replacement worker (the pool replaces dead ones) claims the dead one's cores, and the workers of
-several pools on one node never share a core. No coordinator is needed and nothing is left to clean up.
+several pools on one node, and the trial processes of ``make_trainable`` beside them, never share a core. No
+coordinator is needed and nothing is left to clean up. It assumes the node's cores are Ray's: a process that
+is not a claimant (e.g. a job started with ``taskset`` on core 1) is not seen, and a training process pinned to
+that core shares it, where the OS scheduler would have moved it to an idle one.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ CORE_LOCKS = Path(tempfile.gettempdir()) / "rl_tasks_core_locks"  # node-wide: o
 # A replacement worker can start while the process it replaces is still exiting (its locks go with its exit):
 # a worker waits this long for a core before it runs unpinned.
 REPLACEMENT_WAIT_S = 5.0
+
+_process_pin: tuple[list[int], list[int]] | None = None  # pin_once's claim: its locks stay open for the process
 
 
 def claim_cores(available: Collection[int], count: int, directory: Path = CORE_LOCKS,
@@ -79,8 +84,8 @@ def pin_process(count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], li
         return [], []
     cores, descriptors = claim_cores(os.sched_getaffinity(0), count, directory, REPLACEMENT_WAIT_S)
     if not cores:
-        logger.warning("pid %d: fewer than %d free cores on this node (more pool workers than cores); running "
-                       "unpinned", os.getpid(), count)
+        logger.warning("pid %d: fewer than %d free cores on this node (more training processes than cores: Ray "
+                       "given more CPUs than the node has?); running unpinned", os.getpid(), count)
         return [], []
     for thread in os.listdir("/proc/self/task"):  # Linux affinity is per thread: Ray's threads already run
         try:
@@ -88,3 +93,15 @@ def pin_process(count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], li
         except (ProcessLookupError, PermissionError):
             pass  # a thread that just ended, or one that may not be moved: the compute threads come later
     return cores, descriptors
+
+
+def pin_once(count: int) -> list[int]:
+    """``pin_process(count)`` the first time it is called in this process; the cores it pinned, every time.
+
+    For processes that run many jobs, such as a Tune trial actor reused for trial after trial: the first job
+    claims the cores (before its JAX import) and keeps them, with their locks, for the life of the process.
+    """
+    global _process_pin
+    if _process_pin is None:
+        _process_pin = pin_process(count)
+    return _process_pin[0]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rl_tasks.envs import check_task
+from rl_tasks.pinning import pin_once
 from rl_tasks.seed_run import Chunk
 
 
@@ -43,6 +44,7 @@ def make_trainable(
     seed_key: str = "seed",
     metric: str = "return",
     compilation_cache_dir: str | None = None,
+    pin_cpus: bool = True,
 ) -> Callable[[dict[str, Any]], None]:
     """A Tune function trainable that trains one seed and reports evaluation returns.
 
@@ -59,6 +61,12 @@ def make_trainable(
             takes ~45 s on one CPU core against ~3 s for 100k training steps, and each worker otherwise
             compiles every static shape (e.g. each ``minibatch_size``) itself. ``None``: JAX's own setting
             (the ``JAX_COMPILATION_CACHE_DIR`` environment variable, off by default).
+        pin_cpus: pin the trial's process, before JAX starts, to ``floor(CPUs of the trial)`` cores that no other
+            training process on its node holds (``rl_tasks.pinning``: Ray reserves CPUs but does not pin, and XLA
+            otherwise runs one compute thread per core of the node in every trial). A reused actor keeps its
+            cores. A 1-CPU trial then returns what a 1-CPU pool worker returns, also where XLA's results
+            depend on its thread count. No pinning for fractional CPUs, outside a Ray actor
+            (the function called directly), or without free cores (a warning: Ray given more CPUs than cores).
 
     Reports (each chunk): ``{metric, "timesteps", "final", "startup_s", "worker_pid", "chunk_s"}``; the last report has
     ``final=True``.
@@ -72,6 +80,8 @@ def make_trainable(
     def trainable(config: dict[str, Any]) -> None:
         started = time.perf_counter()
         seed = _seed_of(config, seed_key)
+        if pin_cpus:
+            _pin_trial_process()
         if compilation_cache_dir is not None:
             from rl_tasks.training import use_compilation_cache  # noqa: PLC0415 - JAX loads in the worker only
 
@@ -98,9 +108,9 @@ def make_pooled_trainable(
     """A thin Tune function trainable whose replicate trains on a warm ``WorkerPool`` worker.
 
     Same arguments, reports and values as ``make_trainable`` (bit for bit: both run
-    ``rl_tasks.seed_run.SeedRun``, given the same number of XLA compute threads: a pinned pool worker uses one,
-    an unpinned trial process one per core of its node, which changes the returns of some configurations,
-    e.g. SAC with ``buffer_batch_size`` >= 512), except that JAX's compilation cache is the pool's. The trial leases a
+    ``rl_tasks.seed_run.SeedRun`` on the same number of cores: one for a 1-CPU pool worker and a 1-CPU pinned
+    trial; an unpinned process runs one XLA thread per core of its node, which changes the returns of some
+    configurations, e.g. SAC with ``buffer_batch_size`` >= 512), except that JAX's compilation cache is the pool's. The trial leases a
     worker (waiting while none is free), starts the replicate there (``WorkerPool.start_replicate``: a
     worker found dead first is replaced and another leased) and reports after each chunk; Tune's STOP
     (raised inside ``tune.report``) ends it at the next chunk and the lease is released in a ``finally``.
@@ -170,6 +180,20 @@ def _report_until_final(chunks: Iterator[Chunk], metric: str, startup_s: float, 
         tune.report(_metrics(chunk, metric, startup_s, worker_pid))
         if chunk.final:
             return
+
+
+def _pin_trial_process() -> None:
+    """Pin this Ray actor (a trial's process) to as many cores as its whole CPUs (``pinning.pin_once``)."""
+    import ray  # noqa: PLC0415
+
+    if not ray.is_initialized():
+        return
+    context = ray.get_runtime_context()
+    if context.get_actor_id() is None:  # a driver calling the function itself: its process is not a trial's
+        return
+    cores = int(context.get_assigned_resources().get("CPU", 0))
+    if cores >= 1:
+        pin_once(cores)
 
 
 def _check_budgets(total_timesteps: int, eval_every: int, eval_episodes: int) -> None:

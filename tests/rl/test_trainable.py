@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -12,7 +13,7 @@ from rl_tasks import get_space, make_trainable
 STEPS, EVAL_EVERY, EPISODES, MINIBATCH = 4096, 2048, 8, 256
 
 
-def _fit(trainable, param_space, num_samples=1, **tune_kwargs):
+def _fit(trainable, param_space, num_samples=1, callbacks=None, **tune_kwargs):
     from ray import tune
 
     tuner = tune.Tuner(
@@ -20,7 +21,7 @@ def _fit(trainable, param_space, num_samples=1, **tune_kwargs):
         param_space=param_space,
         tune_config=tune.TuneConfig(metric="return", mode="max", num_samples=num_samples, reuse_actors=True,
                                     **tune_kwargs),
-        run_config=tune.RunConfig(verbose=0, storage_path="/tmp/rl_tasks_tests_ray"),
+        run_config=tune.RunConfig(verbose=0, storage_path="/tmp/rl_tasks_tests_ray", callbacks=callbacks),
     )
     return tuner.fit()
 
@@ -55,6 +56,40 @@ def test_trainable_under_risk_aware_search(ray_cluster) -> None:
     assert len(results) == 4
     seeds = sorted(int(r.config["seed"]) for r in results)
     assert len(set(seeds)) >= 2, f"replicates did not get distinct seeds: {seeds}"
+
+
+def _affinity_recorder():
+    """A Tune callback keeping the CPU affinity of each trial's training process, read at its first report."""
+    from ray import tune
+
+    class Affinities(tune.Callback):
+        def __init__(self) -> None:
+            self.masks: dict[int, set[int]] = {}
+
+        def on_trial_result(self, iteration, trials, trial, result):
+            self.masks.setdefault(int(result["worker_pid"]), os.sched_getaffinity(int(result["worker_pid"])))
+
+    return Affinities()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs 2 cores to pin 2 trials")
+@pytest.mark.parametrize("pin_cpus", [True, False])
+def test_trial_processes_are_pinned_to_cores_of_their_own(ray_cluster, pin_cpus: bool) -> None:
+    """Two concurrent 1-CPU trials train on one core each (XLA then runs one compute thread in each, not one per
+    core of the node); ``pin_cpus=False`` leaves them on every core."""
+    from ray import tune
+
+    recorder = _affinity_recorder()
+    trainable = make_trainable("ppo", "CartPole-v1", STEPS, EVAL_EVERY, EPISODES, pin_cpus=pin_cpus)
+    config = {"learning_rate": 3e-3, "minibatch_size": MINIBATCH, "seed": tune.grid_search([0, 1])}
+    results = _fit(trainable, config, max_concurrent_trials=2, callbacks=[recorder])
+    assert not results.errors, results.errors
+    masks = list(recorder.masks.values())
+    if pin_cpus:
+        assert len(masks) == 2 and all(len(mask) == 1 for mask in masks) and masks[0] != masks[1], masks
+    else:
+        assert masks and all(mask == os.sched_getaffinity(0) for mask in masks), masks
 
 
 def test_compilation_cache_dir_receives_the_compiled_programs(ray_cluster, tmp_path) -> None:
