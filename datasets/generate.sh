@@ -4,7 +4,7 @@
 #   e.g. a second core for one table beside the sequence: nohup datasets/generate.sh 0 ppo_cartpole > /tmp/gen_0.log 2>&1 &
 # Each table logs to /tmp/gen_<name>.log; a rerun skips configurations already in datasets/_parts/, so the
 # same command resumes after an interruption (a session's end). Commit datasets/_parts as parts finish.
-# Order: the new tasks first (SAC, DQN to 512), then the brax task and the PPO extensions to 512.
+# Order: the new tasks first (SAC, DQN to 512, DQN Acrobot), then the brax task and the PPO extensions to 512.
 set -u
 cd "$(dirname "$0")/.."
 CORE="${1:-1}"
@@ -30,6 +30,8 @@ run sac_pendulum --algo sac --env Pendulum-v1 --configs 128 --seeds 50 --steps 1
 # The three original tables, extended from 128 to 512 configurations (the same Sobol sequence continued:
 # the first 128 configurations and their parts are unchanged).
 run dqn_cartpole --algo dqn --env CartPole-v1 --configs 512 --seeds 50 --steps 100000
+# A second DQN task (the paper's dqn/cc_acrobot), ARLBench's 100k-step budget.
+run dqn_acrobot --algo dqn --env Acrobot-v1 --configs 128 --seeds 50 --steps 100000
 run ppo_brax_fast --algo ppo --env brax/fast --configs 128 --seeds 50 --steps 100000
 run ppo_acrobot --algo ppo --env Acrobot-v1 --configs 512 --seeds 50 --steps 100000
 run ppo_cartpole --algo ppo --env CartPole-v1 --configs 512 --seeds 50 --steps 100000

@@ -37,6 +37,8 @@ METHODS = "erahbo,rahbo-k2,rahbo-k20,gp-ucb,erahbo-exp"
 PAPER_TABLE5 = {
     "dqn_cartpole": ("dqn/cc_cartpole", {"erahbo": (43, 135, None), "rahbo-k20": (61, 121, None),
                                          "rahbo-k2": (259, 1185, None), "gp-ucb": (421, 781, None)}),
+    "dqn_acrobot": ("dqn/cc_acrobot", {"erahbo": (21, 65, 151), "rahbo-k20": (21, 81, 221),
+                                       "rahbo-k2": (7, 25, 75), "gp-ucb": (21, 101, 241)}),
     "ppo_acrobot": ("ppo/cc_acrobot", {"erahbo": (48, 63, 92), "rahbo-k20": (81, 141, 181),
                                        "rahbo-k2": (21, 37, 65), "gp-ucb": (61, 101, 141)}),
     "ppo_cartpole": ("ppo/cc_cartpole", {"erahbo": (21, 63, 87), "rahbo-k20": (21, 81, 161),
