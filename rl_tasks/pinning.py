@@ -95,7 +95,7 @@ def pin_process(count: int, directory: Path = CORE_LOCKS) -> tuple[list[int], li
     return cores, descriptors
 
 
-def pin_once(count: int) -> list[int]:
+def pin_once(count: int, directory: Path = CORE_LOCKS) -> list[int]:
     """``pin_process(count)`` the first time it is called in this process; the cores it pinned, every time.
 
     For processes that run many jobs, such as a Tune trial actor reused for trial after trial: the first job
@@ -103,5 +103,5 @@ def pin_once(count: int) -> list[int]:
     """
     global _process_pin
     if _process_pin is None:
-        _process_pin = pin_process(count)
+        _process_pin = pin_process(count, directory)
     return _process_pin[0]

@@ -78,7 +78,7 @@ import ray
 from ray.exceptions import ObjectLostError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from rl_tasks.pinning import pin_process
+from rl_tasks.pinning import pin_once
 from rl_tasks.seed_run import Chunk
 
 logger = logging.getLogger(__name__)
@@ -555,7 +555,6 @@ class _PoolWorker:
     def __init__(self, compilation_cache_dir: str | None, pin_cores: int) -> None:
         self._cache_dir = compilation_cache_dir
         self._pin_cores = pin_cores
-        self._core_locks: list[int] = []  # held open for the process's life: they reserve its cores
         self._lease: int | None = None
         self._run: Any = None
         self._warm = False
@@ -566,7 +565,7 @@ class _PoolWorker:
         returns the process id."""
         if not self._warm:
             if self._pin_cores:  # before JAX starts: XLA sizes its thread pools from the affinity mask
-                _, self._core_locks = pin_process(self._pin_cores)
+                pin_once(self._pin_cores)  # its core locks stay open for the process's life
             from rl_tasks.training import use_compilation_cache  # noqa: PLC0415 - JAX loads in workers only
 
             if self._cache_dir is not None:

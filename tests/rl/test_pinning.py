@@ -1,7 +1,8 @@
-"""Core claims for pool workers (``rl_tasks.pinning``): distinct cores per live process, freed on exit."""
+"""Core claims for training processes (``rl_tasks.pinning``): distinct cores per live process, freed on exit."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import sys
 import pytest
 
 from rl_tasks.pinning import claim_cores
+
+TWO_CORES = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
 
 
 def test_claims_take_distinct_free_cores_and_give_them_back_on_close(tmp_path) -> None:
@@ -64,4 +67,25 @@ def test_a_claim_waits_for_a_core_whose_process_is_still_exiting(tmp_path) -> No
         assert claim_cores([7], 1, tmp_path, wait_s=10.0)[0] == [7]  # freed when the holder exits
     finally:
         holder.kill()
+        holder.wait()
+
+
+@pytest.mark.skipif(not TWO_CORES, reason="needs 2 cores")
+def test_pin_once_pins_a_process_once_and_keeps_its_core(tmp_path) -> None:
+    """A reused trial actor calls pin_once for every trial: the first call claims and pins, later ones only
+    return the same core (claiming again would take a second core from the node)."""
+    code = (f"import json, os, sys, time; sys.path.insert(0, {os.getcwd()!r}); from pathlib import Path; "
+            f"from rl_tasks.pinning import pin_once; d = Path({str(tmp_path)!r}); "
+            "print(json.dumps([pin_once(1, d), pin_once(1, d), sorted(os.sched_getaffinity(0))]), flush=True); "
+            "time.sleep(2.0)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        first, second, mask = json.loads(holder.stdout.readline())
+        assert len(first) == 1 and first == second == mask, (first, second, mask)
+        everything = sorted(os.sched_getaffinity(0))
+        free, locks = claim_cores(everything, len(everything) - 1, tmp_path)  # the child holds exactly one core
+        assert sorted(set(everything) - set(free)) == first
+        for descriptor in locks:
+            os.close(descriptor)
+    finally:
         holder.wait()
