@@ -98,7 +98,7 @@ def erahbo_against_each(runs: pd.DataFrame) -> str:
     cumulative regret (the issue's target: better mean rank than RAHBO(k=20) and GP-UCB with p < 0.05), over
     all tables and then on each table alone."""
     header = ["| tables | method | metric | mean rank (ERAHBO's) | ERAHBO wins / ties / losses | "
-              "p (Wilcoxon, two-sided) |", "|---|---|---|---|---|---|"]
+              "p (Wilcoxon, two-sided) | signed ranks favour |", "|---|---|---|---|---|---|---|"]
     scopes = [("all", runs)] + ([(t, g) for t, g in runs.groupby("table")] if runs["table"].nunique() > 1 else [])
     lines = []
     for scope, frame in scopes:
@@ -107,10 +107,11 @@ def erahbo_against_each(runs: pd.DataFrame) -> str:
             own = tests.loc["erahbo", "mean_rank"]
             for method, row in tests.drop(index="erahbo").iterrows():
                 lines.append(f"| {scope} | {method} | {label} | {row['mean_rank']:.2f} ({own:.2f}) | "
-                             f"{row['wins']:.0f} / {row['ties']:.0f} / {row['losses']:.0f} | {row['p_value']:.3g} |")
+                             f"{row['wins']:.0f} / {row['ties']:.0f} / {row['losses']:.0f} | {row['p_value']:.3g} | "
+                             f"{row['favours'] or '—'} |")
     return ("ERAHBO against each method over the (table, repeat) pairs of all tables, then of each table: mean rank "
-            "among all methods (lower is better), pairs where ERAHBO's final value is lower / equal / higher, and "
-            "the p-value.\n\n" + "\n".join(header + lines) + "\n")
+            "among all methods (lower is better), pairs where ERAHBO's final value is lower / equal / higher, the "
+            "p-value, and the side the signed ranks favour (lower values; the test itself is two-sided).\n\n" + "\n".join(header + lines) + "\n")
 
 
 def paper_comparison(runs: pd.DataFrame) -> str:

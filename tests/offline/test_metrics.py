@@ -178,6 +178,7 @@ def test_wilcoxon_vs_a_reference_counts_its_wins_and_tests_every_other_method():
     result = metrics.wilcoxon_vs(_runs(values), "ref", "regret").set_index("method")
     assert list(result.loc["worse", ["wins", "ties", "losses", "n_pairs"]]) == [8, 0, 0, 8]
     assert list(result.loc["better", ["wins", "ties", "losses"]]) == [0, 1, 7]
+    assert list(result.loc[["worse", "better", "ref"], "favours"]) == ["ref", "better", ""]
     assert np.isnan(result.loc["ref", "p_value"])
     assert list(result.loc["ref", ["wins", "ties", "losses", "n_pairs"]]) == [0, 8, 0, 8]
     worse = np.arange(8) + 1.0 + 0.1 * np.arange(8)
@@ -185,6 +186,17 @@ def test_wilcoxon_vs_a_reference_counts_its_wins_and_tests_every_other_method():
     assert result.loc["better", "p_value"] < 0.05
     with pytest.raises(ValueError, match="'nope' is not in runs"):
         metrics.wilcoxon_vs(_runs(values), "nope")
+
+
+def test_wilcoxon_vs_names_the_side_the_signed_ranks_favour_not_the_one_with_more_wins():
+    # The reference wins 5 pairs by a little (ranks 1-5, sum 15) and loses 3 by a lot (ranks 6-8, sum 21).
+    diffs = [0.1, 0.2, 0.3, 0.4, 0.5, -5.0, -6.0, -7.0]  # other - ref
+    values = {}
+    for r, d in enumerate(diffs):
+        values[("t", "ref", r)] = [10.0]
+        values[("t", "other", r)] = [10.0 + d]
+    row = metrics.wilcoxon_vs(_runs(values), "ref").set_index("method").loc["other"]
+    assert (row["wins"], row["losses"]) == (5, 3) and row["favours"] == "other"
 
 
 def test_wilcoxon_single_method_is_not_applicable():

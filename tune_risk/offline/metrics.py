@@ -342,8 +342,11 @@ def wilcoxon_vs(runs: pd.DataFrame, reference: str, column: str = "regret", alph
     Returns ``method, mean_rank, se_rank, n_blocks`` (as :func:`mean_ranks`), ``n_pairs``, ``p_value``
     (``scipy.stats.wilcoxon``; NaN for ``reference`` itself, without common pairs, and with fewer than
     ``wilcoxon_min_pairs(alpha)`` pairs, where the test cannot reach significance; 1.0 when every paired
-    difference is zero) and ``wins, ties, losses``: the pairs where ``reference``'s value is lower, equal,
-    higher (lower is better).
+    difference is zero), ``wins, ties, losses``: the pairs where ``reference``'s value is lower, equal,
+    higher (lower is better), and ``favours``: the side the signed ranks lean to (the two-sided test says
+    whether they differ, not which is lower): ``reference`` when the rank sum of the pairs it wins, with ranks of
+    ``|difference|`` over the non-zero differences as in the test, exceeds that of the pairs it loses, ``method``
+    in the opposite case, ``""`` on a tie.
     """
     ranks = mean_ranks(runs, column)
     finals = final_values(runs).pivot(index=BLOCK, columns="method", values=column)
@@ -357,8 +360,17 @@ def wilcoxon_vs(runs: pd.DataFrame, reference: str, column: str = "regret", alph
         untestable = method == reference or len(both) < minimum
         rows.append({"n_pairs": len(both), "p_value": float("nan") if untestable else _paired_p_value(other, ref),
                      "wins": int(np.sum(ref < other)), "ties": int(np.sum(ref == other)),
-                     "losses": int(np.sum(ref > other))})
+                     "losses": int(np.sum(ref > other)), "favours": _favoured(ref, other, reference, method)})
     return pd.concat([ranks, pd.DataFrame(rows, index=ranks.index)], axis=1)
+
+
+def _favoured(ref: np.ndarray, other: np.ndarray, reference: str, method: str) -> str:
+    """The side whose signed-rank sum is larger (its values lower), or ``""`` when the sums are equal."""
+    d = other - ref
+    d = d[d != 0]
+    ranks = rankdata(np.abs(d))
+    lower_ref, lower_other = ranks[d > 0].sum(), ranks[d < 0].sum()
+    return reference if lower_ref > lower_other else method if lower_other > lower_ref else ""
 
 
 def wilcoxon_vs_best(runs: pd.DataFrame, column: str = "regret", alpha: float = 0.05) -> pd.DataFrame:
@@ -369,7 +381,7 @@ def wilcoxon_vs_best(runs: pd.DataFrame, column: str = "regret", alpha: float = 
     not called "not worse").
     """
     best = mean_ranks(runs, column)["method"].iloc[0]
-    out = wilcoxon_vs(runs, best, column, alpha).drop(columns=["wins", "ties", "losses"])
+    out = wilcoxon_vs(runs, best, column, alpha).drop(columns=["wins", "ties", "losses", "favours"])
     out = out.assign(best=out["method"] == best)
     return out.assign(not_worse=out["best"] | (out["p_value"] >= alpha))
 
