@@ -86,10 +86,11 @@ def combine(outs: list[Path], out: Path) -> list[Path]:
         frame.to_csv(out / f"{kind}.csv", index=False, lineterminator="\n")
     names = ", ".join(d.name for d in outs)
     written = write_summary(frames["runs"], frames["rounds"], out, title=f"Offline replay: {names}")
+    text = (f"# {names}\n\n## ERAHBO against each method\n\n{erahbo_against_each(frames['runs'])}\n"
+            f"## Table 5 beside the ERAHBO paper's\n\n{paper_comparison(frames['runs'])}")
     comparison = out / "comparison.md"
-    comparison.write_text(f"# {names}\n\n## ERAHBO against each method\n\n{erahbo_against_each(frames['runs'])}\n"
-                          f"## Table 5 beside the ERAHBO paper's\n\n{paper_comparison(frames['runs'])}")
-    print(comparison.read_text())
+    comparison.write_text(text)
+    print(text)
     return [*written, comparison]
 
 
@@ -111,7 +112,8 @@ def erahbo_against_each(runs: pd.DataFrame) -> str:
                              f"{row['favours'] or '—'} |")
     return ("ERAHBO against each method over the (table, repeat) pairs of all tables, then of each table: mean rank "
             "among all methods (lower is better), pairs where ERAHBO's final value is lower / equal / higher, the "
-            "p-value, and the side the signed ranks favour (lower values; the test itself is two-sided).\n\n" + "\n".join(header + lines) + "\n")
+            "p-value, and the side the signed ranks favour (lower values; the test itself is two-sided).\n\n"
+            + "\n".join(header + lines) + "\n")
 
 
 def paper_comparison(runs: pd.DataFrame) -> str:
