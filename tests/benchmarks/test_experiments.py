@@ -15,9 +15,9 @@ from tune_risk.benchmarks.store import RunStore, run_key
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "oscbo_benchmark.py"
 
 
-def load_script():
-    """The benchmark script as a module (experiments/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("oscbo_benchmark", SCRIPT)
+def load_script(script: Path = SCRIPT):
+    """An experiment script as a module (experiments/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(script.stem, script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -119,3 +119,17 @@ def test_summary_states_ocbo_multiplier_and_the_targets():
     assert line.endswith("Fails: t = 50: 0.72 against 0.7 (+3%); t = 100: 0.5 against 0.7 (-29%).")
     pattern = module.p_pattern(ranks, diagnostics)
     assert "Holds: cumulative 2.00 against 4.00, simple 2.00 against 1.00" in pattern
+
+
+def test_erahbo_replay_compares_cumulative_regret_also_at_the_common_horizon():
+    module = load_script(SCRIPT.with_name("erahbo_replay.py"))
+    rows = []
+    for repeat in range(6):  # ERAHBO keeps evaluating; the other method exhausts the table after 2 evaluations
+        for method, instant in (("erahbo", [0.1, 0.1, 5.0, 5.0]), ("rahbo-k2", [1.0, 1.0])):
+            for n, cumulative in enumerate(np.cumsum(instant), start=1):
+                rows.append({"table": "t", "method": method, "repeat": repeat, "n_eval": n, "regret": 0.0,
+                             "cumulative_regret": cumulative})
+    lines = {line.split(" | ")[2]: line for line in module.erahbo_against_each(pd.DataFrame(rows)).splitlines()
+             if line.startswith("| all | rahbo-k2")}
+    assert "| 0 / 0 / 6 |" in lines["cumulative regret"]  # 10.2 against 2.0: the full runs favour the early stop
+    assert "| 6 / 0 / 0 |" in lines["cumulative regret at the common horizon"]  # 0.2 against 2.0 after 2 each

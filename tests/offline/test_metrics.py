@@ -103,6 +103,20 @@ def test_final_values_take_the_last_evaluation_of_each_run():
     assert finals.loc["b", "regret"] == 4.0 and finals.loc["b", "compute"] == 2
 
 
+def test_common_horizon_cuts_each_block_where_its_shortest_run_ends():
+    # a stops after 3 evaluations (its table is exhausted); b keeps spending, more cheaply per evaluation
+    runs = _runs({("t", "a", 0): [5.0, 10.0, 15.0], ("t", "b", 0): [1.0, 2.0, 3.0, 16.0, 30.0],
+                  ("t", "a", 1): [1.0, 2.0, 3.0, 4.0], ("t", "b", 1): [7.0, 8.0, 9.0, 10.0]})
+    cut = metrics.at_common_horizon(runs)
+    finals = metrics.final_values(cut).set_index(["method", "repeat"])
+    assert finals.loc[("b", 0), "n_eval"] == 3 and finals.loc[("b", 0), "cumulative_regret"] == 3.0
+    assert finals.loc[("a", 0), "cumulative_regret"] == 15.0
+    assert finals.loc[("b", 1), "n_eval"] == 4  # repeat 1's runs end together: nothing is cut
+    uncut = metrics.wilcoxon_vs(runs, "a", "cumulative_regret").set_index("method").loc["b"]
+    fair = metrics.wilcoxon_vs(cut, "a", "cumulative_regret").set_index("method").loc["b"]
+    assert (uncut["wins"], uncut["losses"]) == (2, 0) and (fair["wins"], fair["losses"]) == (1, 1)
+
+
 def test_mean_ranks_average_tied_ranks_over_table_repeat_blocks():
     runs = _runs({
         ("t1", "a", 0): [9.0, 1.0], ("t1", "b", 0): [0.0, 1.0], ("t1", "c", 0): [0.0, 2.0],  # a=b tie

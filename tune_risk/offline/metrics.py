@@ -166,6 +166,19 @@ def final_values(runs: pd.DataFrame) -> pd.DataFrame:
     return last[keep].sort_values(["table", "method", "repeat"]).reset_index(drop=True)
 
 
+def at_common_horizon(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with each (table, repeat) block cut at its common horizon ``H = min_method max n_eval``.
+
+    A method that has evaluated every configuration of a table stops early, and its cumulative regret
+    ``sum_{n <= N} r_inst(n)`` stops growing; cut at ``H``, every method's final values are "as of" the
+    same evaluation count, so cumulative regret compares equal spending.
+    """
+    _check_columns(runs, ["table", "method", "repeat", "n_eval"], "runs")
+    ends = runs.groupby(["table", "repeat", "method"])["n_eval"].transform("max")
+    horizon = ends.groupby([runs["table"], runs["repeat"]]).transform("min")
+    return runs[runs["n_eval"] <= horizon]
+
+
 def _strata(runs: pd.DataFrame, column: str) -> dict[str, list[np.ndarray]]:
     """Per method, the final values of ``column`` of its runs on each table (one array per table, NaN dropped)."""
     finals = final_values(runs)
