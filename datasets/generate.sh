@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Generate (or resume) every shipped table, one after the other, pinned to one CPU core.
-# Usage: nohup datasets/generate.sh [core [table ...]] > /tmp/gen_all.log 2>&1 &
-#   e.g. a second core for one table beside the sequence: nohup datasets/generate.sh 0 ppo_cartpole > /tmp/gen_0.log 2>&1 &
+# Usage: nohup datasets/generate.sh [core [table ...]] > /tmp/gen_<core>.log 2>&1 &
+#   one per core: nohup datasets/generate.sh 1 > /tmp/gen_1.log 2>&1 & nohup datasets/generate.sh 0 > /tmp/gen_0.log 2>&1 &
+# Generators started together share each table configuration by configuration (each claims a configuration
+# before training it: rl_tasks.generate.claim_part), so the sequence finishes on every core at about the same time.
 # Each table logs to /tmp/gen_<name>.log; a rerun skips configurations already in datasets/_parts/, so the
 # same command resumes after an interruption (a session's end). Commit datasets/_parts as parts finish.
 # Order: the new tasks first (SAC, DQN to 512, DQN Acrobot), then the brax task and the PPO extensions to 512.
@@ -15,13 +17,9 @@ export XLA_FLAGS="--xla_force_host_platform_device_count=1"
 run() {  # run <name> <generate args...>
   local name="$1"; shift
   if [ ${#ONLY[@]} -gt 0 ] && [[ ! " ${ONLY[*]} " =~ " $name " ]]; then return; fi
-  # One generator per table at a time (two would train the same missing configurations): skip a busy table.
-  exec 9> "/tmp/gen_$name.lock"
-  if ! flock -n 9; then echo "$(date -Is) skip $name (another generator holds it)"; exec 9>&-; return; fi
   echo "$(date -Is) start $name"
   taskset -c "$CORE" "$PY" -m rl_tasks.cli generate "$@" --out "datasets/$name.parquet" >> "/tmp/gen_$name.log" 2>&1
   echo "$(date -Is) end $name (exit $?)"
-  exec 9>&-
 }
 
 # 128 x 50, 10k steps, 64-64 networks and a Polyak target update every step (rl_tasks/README.md says why).

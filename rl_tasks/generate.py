@@ -10,7 +10,9 @@ same layout a table regenerates bit for bit on the same software and CPU.
 
 Resumability: each configuration's result is written to ``<out dir>/_parts/<table stem>/config_XXXX.json`` as
 soon as it finishes; a rerun with the same settings skips those files. A ``manifest.json`` beside the parts
-holds the settings, and a rerun with different settings refuses to mix results.
+holds the settings, and a rerun with different settings refuses to mix results. Several generators (e.g. one
+pinned to each core) can share a table: each claims a configuration before computing it (``claim_part``) and
+skips the ones another holds; whichever finds every part done writes the table.
 
 Output: ``<out>`` (parquet: ``config_id, seed, performance, hp_config.<name>..., wall_time``) and
 ``<out>.json`` (metadata; see ``table_metadata``).
@@ -27,7 +29,8 @@ import platform
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,7 @@ import pandas as pd
 from scipy.stats import qmc
 
 from rl_tasks.envs import check_task
+from rl_tasks.locks import try_lock
 from rl_tasks.spaces import (
     check_fixed_override,
     config_from_unit,
@@ -237,6 +241,28 @@ def _write_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequen
     tmp.replace(path)
 
 
+@contextmanager
+def claim_part(out: Path, config_id: int) -> Iterator[bool]:
+    """Claim configuration ``config_id`` of ``out`` for this process: yields ``False`` when another generator holds it.
+
+    The claim is a lock on ``_parts/<stem>/config_XXXX.claim`` (``rl_tasks.locks``), dropped by the kernel if the
+    process dies, so a crashed generator blocks nobody. Its file is removed on release; a generator that locks a
+    file just removed, or recreates it, finds the part already written (the holder writes it before releasing),
+    so check for the part after claiming.
+    """
+    path = _part_path(out, config_id).with_suffix(".claim")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = try_lock(path)
+    if descriptor is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(descriptor)
+
+
 def _read_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any] | None:
     path = _part_path(out, config_id)
     if not path.exists():
@@ -248,13 +274,21 @@ def _read_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequenc
 
 
 def _run_missing(
-    todo: list[int], configs: list[dict[str, Any]], job: Callable[[dict[str, Any]], dict[str, Any]],
+    out: Path, todo: list[int], configs: list[dict[str, Any]], job: Callable[[dict[str, Any]], dict[str, Any]],
     on_done: Callable[[int, dict[str, Any]], None], ray_parallel: bool,
 ) -> None:
-    """Compute the missing configurations in this process or as Ray tasks (one per configuration)."""
+    """Compute the missing configurations in this process, each under its claim (``claim_part``: another
+    generator may share the table), or as Ray tasks (one per configuration; one driver, so no claims)."""
     if not ray_parallel:
+        skipped = 0
         for config_id in todo:
-            on_done(config_id, job(configs[config_id]))
+            with claim_part(out, config_id) as mine:
+                if mine and not _part_path(out, config_id).exists():  # not finished elsewhere since the scan
+                    on_done(config_id, job(configs[config_id]))
+                else:
+                    skipped += 1
+        if skipped:
+            logger.info("%s: %d configuration(s) left to the other generator(s) of this table", out, skipped)
         return
     import ray  # noqa: PLC0415
 
@@ -349,16 +383,24 @@ def generate_table(
         parts[config_id] = _read_part(out, config_id, config_list[config_id], seed_list)
         progress.update(config_id, result["batch_time"] + result["compile_time"])
 
-    _run_missing(todo, config_list, job, on_done, ray_parallel)
+    _run_missing(out, todo, config_list, job, on_done, ray_parallel)
+    parts = {i: part or _read_part(out, i, config_list[i], seed_list) for i, part in parts.items()}  # others' parts
     if any(part is None for part in parts.values()):
         return None
     table = long_table(config_list, [parts[i] for i in range(configs)])
     out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_parquet(out, index=False)
     meta = table_metadata(algo, spec.name, steps, seed_list, configs, seed, eval_episodes, layout, command, parts,
                           fixed)
-    meta_path.write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    # Write-then-rename: two generators that finish a shared table together never leave a torn file.
+    _replace_with(out, lambda tmp: table.to_parquet(tmp, index=False))
+    _replace_with(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=1, default=str) + "\n"))
     return table
+
+
+def _replace_with(path: Path, write: Callable[[Path], Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    tmp.replace(path)
 
 
 def long_table(configs: list[dict[str, Any]], parts: list[dict[str, Any]]) -> pd.DataFrame:

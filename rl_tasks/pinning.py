@@ -17,13 +17,14 @@ that core shares it, where the OS scheduler would have moved it to an idle one.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
+
+from rl_tasks.locks import try_lock
 
 logger = logging.getLogger(__name__)
 
@@ -59,14 +60,11 @@ def _try_claim(available: Collection[int], count: int, directory: Path) -> tuple
     descriptors: list[int] = []
     for core in sorted(available):
         try:
-            descriptor = os.open(directory / f"core{core}", os.O_RDONLY | os.O_CREAT, 0o666)  # flock needs no write access
+            descriptor = try_lock(directory / f"core{core}")
         except PermissionError:
             continue  # another user's lock file: that user's workers may hold the core; take another
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(descriptor)  # another live process holds this core
-            continue
+        if descriptor is None:
+            continue  # another live process holds this core
         cores.append(core)
         descriptors.append(descriptor)
         if len(cores) == count:

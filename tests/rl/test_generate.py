@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from rl_tasks.generate import generate_table, parts_dir, sobol_configs
+import rl_tasks.generate as generate_module
+from rl_tasks.generate import claim_part, generate_table, parts_dir, sobol_configs
 from rl_tasks.spaces import get_space
 
 TINY = {"algo": "ppo", "env": "CartPole-v1", "configs": 2, "seeds": 2, "steps": 2048, "eval_episodes": 4}
@@ -110,6 +111,34 @@ def test_max_new_stops_early_and_cli_resumes(table_dir, capsys) -> None:
     meta = json.loads(out.with_name(out.name + ".json").read_text())
     assert meta["command"].startswith("tune-risk generate --algo ppo")
     assert len(pd.read_parquet(out)) == 4
+
+
+def test_generators_sharing_a_table_skip_each_others_configurations(table_dir, monkeypatch) -> None:
+    out = table_dir / "shared.parquet"
+    sizes = {**TINY, "configs": 3}
+    rates = [c["learning_rate"] for c in sobol_configs("ppo", "CartPole-v1", 3, 0)]
+    computed: list[float] = []
+
+    def fake_compute(algo, env, config, seeds, *args, **kwargs):  # no training: which configurations run is the point
+        computed.append(config["learning_rate"])
+        if len(computed) == 1:  # meanwhile a second generator starts on the same table
+            assert generate_table(out=out, command="test", **sizes) is None
+        return {"returns": [config["learning_rate"]] * len(seeds), "batch_time": 0.5, "compile_time": 0.0}
+
+    monkeypatch.setattr(generate_module, "compute_config", fake_compute)
+    with claim_part(out, 1) as mine:  # a third generator is computing configuration 1
+        assert mine
+        with claim_part(out, 1) as again:
+            assert not again  # a claim is exclusive, also within one process
+        assert generate_table(out=out, command="test", **sizes) is None  # 1 is not done: no table yet
+    # the first generator computed 0; the second skipped 0 and 1 (held) and computed 2, which the first then
+    # skipped because its part appeared after the first's scan
+    assert computed == [rates[0], rates[2]]
+    assert not out.exists() and not list(parts_dir(out).glob("*.claim"))  # claims leave no files behind
+    table = generate_table(out=out, command="test", **sizes)  # configuration 1 is free now
+    assert computed == rates[:1] + rates[2:] + rates[1:2]
+    assert table is not None and out.exists()
+    assert table.groupby("config_id")["performance"].first().tolist() == rates
 
 
 def test_sobol_configs_are_seeded() -> None:
