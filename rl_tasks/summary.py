@@ -38,6 +38,16 @@ def _from_parts(out: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     return pd.DataFrame(rows), {"run": batch, "compile": compile_time, **manifest}
 
 
+def _extension(out: Path, n_configs: int) -> dict[str, Any]:
+    """``extending_to`` / ``extension_done``: a finished table being extended (its parts' manifest asks for more
+    configurations than the parquet has; the parquet is rewritten only when the last part is done)."""
+    manifest_path = parts_dir(out) / "manifest.json"
+    target = json.loads(manifest_path.read_text())["n_configs"] if manifest_path.exists() else n_configs
+    if target <= n_configs:
+        return {}
+    return {"extending_to": target, "extension_done": len(list(parts_dir(out).glob("config_*.json")))}
+
+
 def summarize(out: str | Path) -> dict[str, Any]:
     """Statistics of one table; reads the parquet if it exists, the part files otherwise."""
     out = Path(out)
@@ -45,7 +55,8 @@ def summarize(out: str | Path) -> dict[str, Any]:
         table = pd.read_parquet(out)
         meta = json.loads(Path(f"{out}.json").read_text())
         info = {**meta["compute_seconds"], "n_configs": meta["n_configs"], "seeds": meta["seeds"],
-                "machine": meta["machine"], "command": meta["command"], "complete": True}
+                "machine": meta["machine"], "command": meta["command"], "complete": True,
+                **_extension(out, meta["n_configs"])}
     else:
         table, info = _from_parts(out)
         info["complete"] = False
@@ -74,6 +85,8 @@ def summarize(out: str | Path) -> dict[str, Any]:
 def markdown_line(s: dict[str, Any]) -> str:
     """One markdown table row of a summary (see ``HEADER``)."""
     status = "complete" if s["complete"] else f"partial ({s['configs_done']}/{s.get('n_configs', '?')})"
+    if "extending_to" in s:
+        status += f"; being extended: {s['extension_done']}/{s['extending_to']}"
     return (f"| {s['table']} | {status} | {s['configs_done']} x {s.get('seeds_per_config', 0)} | "
             f"{s['best_mean']:.1f} / {s['median_mean']:.1f} / {s['worst_mean']:.1f} | "
             f"{s['std_mean']:.1f} ({s['std_min']:.1f}–{s['std_max']:.1f}) | {s['nan_fraction']:.3f} | "

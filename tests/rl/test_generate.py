@@ -177,6 +177,15 @@ def test_summary_of_finished_and_partial_tables(first_table, table_dir) -> None:
     partial = summarize(partial_out)
     assert not partial["complete"] and partial["configs_done"] == 1
     assert "partial (1/2)" in markdown_line(partial)
+    manifest = parts_dir(out) / "manifest.json"
+    kept = manifest.read_text()
+    manifest.write_text(json.dumps({**json.loads(kept), "n_configs": 5}))  # generate --configs 5, under way
+    try:
+        growing = summarize(out)
+    finally:
+        manifest.write_text(kept)
+    assert growing["complete"] and growing["configs_done"] == 2  # the shipped parquet, until the extension is done
+    assert "| complete; being extended: 2/5 | 2 x" in markdown_line(growing)
 
 
 def test_summary_cli_lists_a_directory_with_its_partial_tables_and_names_a_bad_path(
