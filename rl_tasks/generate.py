@@ -235,10 +235,7 @@ def _write_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequen
         "returns": [_json_float(r) for r in result["returns"]],
         "batch_time": result["batch_time"], "compile_time": result["compile_time"],
     }
-    path = _part_path(out, config_id)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(part) + "\n")
-    tmp.replace(path)
+    _replace_with(_part_path(out, config_id), lambda tmp: tmp.write_text(json.dumps(part) + "\n"))
 
 
 @contextmanager
@@ -391,13 +388,14 @@ def generate_table(
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = table_metadata(algo, spec.name, steps, seed_list, configs, seed, eval_episodes, layout, command, parts,
                           fixed)
-    # Write-then-rename: two generators that finish a shared table together never leave a torn file.
     _replace_with(out, lambda tmp: table.to_parquet(tmp, index=False))
     _replace_with(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=1, default=str) + "\n"))
     return table
 
 
 def _replace_with(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write`` a temporary file beside ``path``, then rename it onto ``path``: readers (and a generator sharing
+    the table) see the old file or the whole new one, never a torn one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     write(tmp)
     tmp.replace(path)
