@@ -29,6 +29,7 @@ import platform
 import sys
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata as importlib_metadata
@@ -188,6 +189,33 @@ def _library_versions() -> dict[str, str]:
     return versions
 
 
+_VECTOR_ISA = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16",
+               "avx512_fp16", "avx512_vnni", "amx_bf16")
+
+
+def cpu_signature() -> str:
+    """The CPU a part was computed on, as far as it can change the returns: model name, family and model, and the
+    vector instruction sets present (``/proc/cpuinfo``; elsewhere ``platform.processor()``).
+
+    Why per part: XLA:CPU compiles for the host's instruction set, and the PPO returns of the first 128 configurations
+    of ``ppo_cartpole`` and ``ppo_acrobot``, computed on one VM host, did not regenerate bit for bit on a later
+    one with the same software and code (``datasets/README.md``); a table extended across sessions mixes hosts.
+    """
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor's block describes them all
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    flags = set(fields.get("flags", "").split())
+    isa = " ".join(f for f in _VECTOR_ISA if f in flags)
+    return f"{fields.get('model name', '?')} | family {fields.get('cpu family', '?')} model {fields.get('model', '?')} | {isa}"
+
+
 def _machine() -> dict[str, Any]:
     import jax  # noqa: PLC0415
 
@@ -195,6 +223,7 @@ def _machine() -> dict[str, Any]:
         "hostname": platform.node(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu": cpu_signature(),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "jax_backend": jax.default_backend(),
@@ -233,7 +262,7 @@ def _write_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequen
     part = {
         "config_id": config_id, "config": config, "seeds": list(seeds),
         "returns": [_json_float(r) for r in result["returns"]],
-        "batch_time": result["batch_time"], "compile_time": result["compile_time"],
+        "batch_time": result["batch_time"], "compile_time": result["compile_time"], "cpu": cpu_signature(),
     }
     _replace_with(_part_path(out, config_id), lambda tmp: tmp.write_text(json.dumps(part) + "\n"))
 
@@ -443,6 +472,8 @@ def table_metadata(
         "library_versions": _library_versions(),
         "command": command if command is not None else " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "machine": _machine(),
+        # the CPUs the parts were computed on (parts from before this record: "not recorded")
+        "cpus": dict(Counter(p.get("cpu", "not recorded") for p in parts.values()).most_common()),
         "compute_seconds": {"run": compute, "compile": compile_time},
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }

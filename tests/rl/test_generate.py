@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 import rl_tasks.generate as generate_module
-from rl_tasks.generate import claim_part, generate_table, parts_dir, sobol_configs
+from rl_tasks.generate import claim_part, cpu_signature, generate_table, parts_dir, sobol_configs
 from rl_tasks.spaces import get_space
 
 TINY = {"algo": "ppo", "env": "CartPole-v1", "configs": 2, "seeds": 2, "steps": 2048, "eval_episodes": 4}
 META_KEYS = {
     "format", "algorithm", "environment", "training_steps", "seeds", "n_configs", "search_space",
-    "batching_layout", "library_versions", "command", "machine", "created",
+    "batching_layout", "library_versions", "command", "machine", "cpus", "created",
 }
 
 
@@ -65,6 +65,9 @@ def test_metadata_is_complete(first_table) -> None:
     assert "num_minibatches" in layout["static_hyperparameters"]
     assert meta["library_versions"]["jax"] and meta["library_versions"]["rejax"] == "0.1.3"
     assert meta["command"] == "test"
+    cpu = cpu_signature()  # every part records its CPU; the metadata counts the CPUs of the table's parts
+    assert "family" in cpu and meta["machine"]["cpu"] == cpu and meta["cpus"] == {cpu: 2}
+    assert all(json.loads(p.read_text())["cpu"] == cpu for p in parts_dir(out).glob("config_*.json"))
 
 
 def test_resume_recomputes_only_missing_parts(first_table, capsys) -> None:
