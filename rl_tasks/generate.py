@@ -237,15 +237,18 @@ class Progress:
 
     def __init__(self, total: int, done: int, stream: Any = None) -> None:
         self.total, self.done, self.start = total, done, time.perf_counter()
-        self.new = 0
+        self.done_at_start = done
         self.stream = stream if stream is not None else sys.stderr
 
-    def update(self, config_id: int, seconds: float) -> None:
-        """Record one finished configuration and print the progress line."""
-        self.done += 1
-        self.new += 1
+    def update(self, config_id: int, seconds: float, done: int | None = None) -> None:
+        """Record one finished configuration and print the progress line.
+
+        ``done``: the configurations finished by now, this generator's and those of others sharing the table (the
+        parts on disk); the ETA then extrapolates their joint rate. Default: one more than before.
+        """
+        self.done = self.done + 1 if done is None else done
         elapsed = time.perf_counter() - self.start
-        eta = elapsed / self.new * (self.total - self.done)
+        eta = elapsed / max(1, self.done - self.done_at_start) * (self.total - self.done)
         print(
             f"[{self.done:>4}/{self.total}] config {config_id:04d} {seconds:6.1f}s | elapsed {_hms(elapsed)} | "
             f"ETA {_hms(eta)}",
@@ -407,7 +410,8 @@ def generate_table(
     def on_done(config_id: int, result: dict[str, Any]) -> None:
         _write_part(out, config_id, config_list[config_id], seed_list, result)
         parts[config_id] = _read_part(out, config_id, config_list[config_id], seed_list)
-        progress.update(config_id, result["batch_time"] + result["compile_time"])
+        done = sum(_part_path(out, i).exists() for i in range(configs))  # other generators' parts count too
+        progress.update(config_id, result["batch_time"] + result["compile_time"], done)
 
     _run_missing(out, todo, config_list, job, on_done, ray_parallel)
     parts = {i: part or _read_part(out, i, config_list[i], seed_list) for i, part in parts.items()}  # others' parts

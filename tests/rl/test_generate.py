@@ -144,6 +144,20 @@ def test_generators_sharing_a_table_skip_each_others_configurations(table_dir, m
     assert table.groupby("config_id")["performance"].first().tolist() == rates
 
 
+def test_progress_counts_the_parts_of_every_generator_sharing_the_table(monkeypatch) -> None:
+    import io
+
+    clock = iter([100.0, 160.0, 220.0])
+    monkeypatch.setattr(generate_module.time, "perf_counter", lambda: next(clock))
+    stream = io.StringIO()
+    progress = generate_module.Progress(total=20, done=4, stream=stream)
+    progress.update(7, 60.0)  # alone: 1 configuration in 60 s, 15 to go
+    progress.update(9, 60.0, done=8)  # another generator finished 2 meanwhile: 4 in 120 s, 12 to go
+    first, second = stream.getvalue().splitlines()
+    assert first.startswith("[   5/20]") and first.endswith("ETA 0:15:00")
+    assert second.startswith("[   8/20]") and second.endswith("ETA 0:06:00")
+
+
 def test_sobol_configs_are_seeded() -> None:
     a = sobol_configs("dqn", "CartPole-v1", 8, seed=0)
     assert a == sobol_configs("dqn", "CartPole-v1", 8, seed=0)
