@@ -14,6 +14,7 @@ import logging
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rl_tasks.envs import ALGORITHMS, ENVIRONMENTS, check_task
@@ -82,7 +83,7 @@ def fixed_pair(text: str) -> tuple[str, Any]:
 def run_generate(args: argparse.Namespace) -> int:
     """Run the generator with parsed arguments; returns the process exit code."""
     check_task(args.algo, args.env)  # now, not after importing JAX and Ray
-    from rl_tasks.generate import generate_table  # noqa: PLC0415 - imports JAX
+    from rl_tasks.generate import generate_table, parts_dir  # noqa: PLC0415 - imports JAX
 
     argv = getattr(args, "argv", None)
     command = "tune-risk generate " + " ".join(shlex.quote(a) for a in (argv or _after(sys.argv[1:], "generate")))
@@ -92,7 +93,10 @@ def run_generate(args: argparse.Namespace) -> int:
         seeds_per_call=args.seeds_per_call, command=command, max_new=args.max_new, fixed=dict(args.fixed),
     )
     if table is None:
-        print(f"stopped early; rerun the same command to resume ({args.out})", file=sys.stderr)
+        done = len(list(parts_dir(Path(args.out)).glob("config_*.json")))
+        print(f"{args.out}: {done} of {args.configs} configurations done, no table yet (--max-new stopped this run, "
+              "or another generator sharing the table is still computing); rerun the same command to resume",
+              file=sys.stderr)
         return 0
     per_config = table.groupby("config_id")["performance"].mean()
     print(f"wrote {args.out} ({len(table)} rows); mean return per configuration: best {per_config.max():.2f}, "

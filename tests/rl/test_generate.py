@@ -110,6 +110,7 @@ def test_max_new_stops_early_and_cli_resumes(table_dir, capsys) -> None:
             "--eval-episodes", "4", "--out", str(out)]
     assert main([*args, "--max-new", "1"]) == 0
     assert not out.exists() and len(list(parts_dir(out).glob("config_*.json"))) == 1
+    assert "1 of 2 configurations done, no table yet" in capsys.readouterr().err
     assert main(args) == 0
     meta = json.loads(out.with_name(out.name + ".json").read_text())
     assert meta["command"].startswith("tune-risk generate --algo ppo")
