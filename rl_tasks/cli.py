@@ -83,7 +83,7 @@ def fixed_pair(text: str) -> tuple[str, Any]:
 def run_generate(args: argparse.Namespace) -> int:
     """Run the generator with parsed arguments; returns the process exit code."""
     check_task(args.algo, args.env)  # now, not after importing JAX and Ray
-    from rl_tasks.generate import generate_table, parts_dir  # noqa: PLC0415 - imports JAX
+    from rl_tasks.generate import generate_table, parts_done  # noqa: PLC0415 - imports JAX
 
     argv = getattr(args, "argv", None)
     command = "tune-risk generate " + " ".join(shlex.quote(a) for a in (argv or _after(sys.argv[1:], "generate")))
@@ -93,8 +93,7 @@ def run_generate(args: argparse.Namespace) -> int:
         seeds_per_call=args.seeds_per_call, command=command, max_new=args.max_new, fixed=dict(args.fixed),
     )
     if table is None:
-        done = len(list(parts_dir(Path(args.out)).glob("config_*.json")))
-        print(f"{args.out}: {done} of {args.configs} configurations done, no table yet (--max-new stopped this run, "
+        print(f"{args.out}: {parts_done(Path(args.out))} of {args.configs} configurations done, no table yet (--max-new stopped this run, "
               "or another generator sharing the table is still computing); rerun the same command to resume",
               file=sys.stderr)
         return 0

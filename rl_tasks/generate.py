@@ -72,6 +72,11 @@ def parts_dir(out: Path) -> Path:
     return out.parent / "_parts" / out.stem
 
 
+def parts_done(out: Path) -> int:
+    """How many configurations of ``out`` have their part written (by any generator)."""
+    return len(list(parts_dir(out).glob("config_*.json")))
+
+
 def _part_path(out: Path, config_id: int) -> Path:
     return parts_dir(out) / f"config_{config_id:04d}.json"
 
@@ -410,8 +415,8 @@ def generate_table(
     def on_done(config_id: int, result: dict[str, Any]) -> None:
         _write_part(out, config_id, config_list[config_id], seed_list, result)
         parts[config_id] = _read_part(out, config_id, config_list[config_id], seed_list)
-        done = sum(_part_path(out, i).exists() for i in range(configs))  # other generators' parts count too
-        progress.update(config_id, result["batch_time"] + result["compile_time"], done)
+        # other generators' parts count too
+        progress.update(config_id, result["batch_time"] + result["compile_time"], parts_done(out))
 
     _run_missing(out, todo, config_list, job, on_done, ray_parallel)
     parts = {i: part or _read_part(out, i, config_list[i], seed_list) for i, part in parts.items()}  # others' parts

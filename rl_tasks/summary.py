@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rl_tasks.generate import parts_dir
+from rl_tasks.generate import parts_dir, parts_done
 
 
 def _from_parts(out: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -45,7 +45,7 @@ def _extension(out: Path, n_configs: int) -> dict[str, Any]:
     target = json.loads(manifest_path.read_text())["n_configs"] if manifest_path.exists() else n_configs
     if target <= n_configs:
         return {}
-    return {"extending_to": target, "extension_done": len(list(parts_dir(out).glob("config_*.json")))}
+    return {"extending_to": target, "extension_done": parts_done(out)}
 
 
 def summarize(out: str | Path) -> dict[str, Any]:
