@@ -21,6 +21,7 @@ Output: ``<out>`` (parquet: ``config_id, seed, performance, hp_config.<name>...,
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import logging
 import math
@@ -146,12 +147,22 @@ def _manifest(algo: str, env: str, n_configs: int, seeds: Sequence[int], steps: 
     return manifest
 
 
+def _manifest_path(out: Path) -> Path:
+    return parts_dir(out) / "manifest.json"
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    """The settings the parts of ``out`` were computed with (``{}`` before its first part)."""
+    path = _manifest_path(out)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     """Write the manifest of a new table or verify that an existing one matches (resume safety)."""
-    path = parts_dir(out) / "manifest.json"
+    path = _manifest_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        old = json.loads(path.read_text())
+    old = read_manifest(out)
+    if old:
         comparable = {k: v for k, v in old.items() if k != "n_configs"}
         if comparable != {k: v for k, v in manifest.items() if k != "n_configs"}:
             raise ValueError(
@@ -198,6 +209,7 @@ _VECTOR_ISA = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "a
                "avx512_fp16", "avx512_vnni", "amx_bf16")
 
 
+@functools.cache  # the CPU of a process does not change; read once, then once per part from the cache
 def cpu_signature() -> str:
     """The CPU a part was computed on, as far as it can change the returns: model name, family and model, and the
     vector instruction sets present (``/proc/cpuinfo``; elsewhere ``platform.processor()``).
@@ -245,13 +257,13 @@ class Progress:
         self.done_at_start = done
         self.stream = stream if stream is not None else sys.stderr
 
-    def update(self, config_id: int, seconds: float, done: int | None = None) -> None:
+    def update(self, config_id: int, seconds: float, done: int) -> None:
         """Record one finished configuration and print the progress line.
 
         ``done``: the configurations finished by now, this generator's and those of others sharing the table (the
-        parts on disk); the ETA then extrapolates their joint rate. Default: one more than before.
+        parts on disk); the ETA extrapolates their joint rate.
         """
-        self.done = self.done + 1 if done is None else done
+        self.done = done
         elapsed = time.perf_counter() - self.start
         eta = elapsed / max(1, self.done - self.done_at_start) * (self.total - self.done)
         print(

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rl_tasks.generate import parts_dir, parts_done
+from rl_tasks.generate import parts_dir, parts_done, read_manifest
 
 
 def _from_parts(out: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -33,16 +33,13 @@ def _from_parts(out: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         for seed, value in zip(part["seeds"], part["returns"], strict=True):
             rows.append({"config_id": part["config_id"], "seed": seed,
                          "performance": np.nan if value is None else value})
-    manifest_path = parts_dir(out) / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
-    return pd.DataFrame(rows), {"run": batch, "compile": compile_time, **manifest}
+    return pd.DataFrame(rows), {"run": batch, "compile": compile_time, **read_manifest(out)}
 
 
 def _extension(out: Path, n_configs: int) -> dict[str, Any]:
     """``extending_to`` / ``extension_done``: a finished table being extended (its parts' manifest asks for more
     configurations than the parquet has; the parquet is rewritten only when the last part is done)."""
-    manifest_path = parts_dir(out) / "manifest.json"
-    target = json.loads(manifest_path.read_text())["n_configs"] if manifest_path.exists() else n_configs
+    target = read_manifest(out).get("n_configs", n_configs)
     if target <= n_configs:
         return {}
     return {"extending_to": target, "extension_done": parts_done(out)}

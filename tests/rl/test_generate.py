@@ -152,7 +152,7 @@ def test_progress_counts_the_parts_of_every_generator_sharing_the_table(monkeypa
     monkeypatch.setattr(generate_module.time, "perf_counter", lambda: next(clock))
     stream = io.StringIO()
     progress = generate_module.Progress(total=20, done=4, stream=stream)
-    progress.update(7, 60.0)  # alone: 1 configuration in 60 s, 15 to go
+    progress.update(7, 60.0, done=5)  # alone: 1 configuration in 60 s, 15 to go
     progress.update(9, 60.0, done=8)  # another generator finished 2 meanwhile: 4 in 120 s, 12 to go
     first, second = stream.getvalue().splitlines()
     assert first.startswith("[   5/20]") and first.endswith("ETA 0:15:00")
