@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from rl_tasks.generate import compute_config, cpu_signature, parts_dir, read_manifest
+from rl_tasks.generate import compute_config, cpu_signature, part_path, parts_dir, read_manifest
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 
@@ -31,7 +31,7 @@ def regenerate(table: Path, config_id: int) -> dict:
     manifest = read_manifest(table)
     if not manifest:
         raise SystemExit(f"{table}: no manifest in {parts_dir(table)}")
-    path = parts_dir(table) / f"config_{config_id:04d}.json"
+    path = part_path(table, config_id)
     if not path.exists():
         raise SystemExit(f"{table}: configuration {config_id} has no part ({path})")
     part = json.loads(path.read_text())

@@ -78,7 +78,8 @@ def parts_done(out: Path) -> int:
     return len(list(parts_dir(out).glob("config_*.json")))
 
 
-def _part_path(out: Path, config_id: int) -> Path:
+def part_path(out: Path, config_id: int) -> Path:
+    """The saved result of configuration ``config_id`` of the table ``out``."""
     return parts_dir(out) / f"config_{config_id:04d}.json"
 
 
@@ -284,7 +285,7 @@ def _write_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequen
         "returns": [_json_float(r) for r in result["returns"]],
         "batch_time": result["batch_time"], "compile_time": result["compile_time"], "cpu": cpu_signature(),
     }
-    _replace_with(_part_path(out, config_id), lambda tmp: tmp.write_text(json.dumps(part) + "\n"))
+    _replace_with(part_path(out, config_id), lambda tmp: tmp.write_text(json.dumps(part) + "\n"))
 
 
 @contextmanager
@@ -296,7 +297,7 @@ def claim_part(out: Path, config_id: int) -> Iterator[bool]:
     file just removed, or recreates it, finds the part already written (the holder writes it before releasing),
     so check for the part after claiming.
     """
-    path = _part_path(out, config_id).with_suffix(".claim")
+    path = part_path(out, config_id).with_suffix(".claim")
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = try_lock(path)
     if descriptor is None:
@@ -310,7 +311,7 @@ def claim_part(out: Path, config_id: int) -> Iterator[bool]:
 
 
 def _read_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any] | None:
-    path = _part_path(out, config_id)
+    path = part_path(out, config_id)
     if not path.exists():
         return None
     part = json.loads(path.read_text())
@@ -329,7 +330,7 @@ def _run_missing(
         skipped = 0
         for config_id in todo:
             with claim_part(out, config_id) as mine:
-                if mine and not _part_path(out, config_id).exists():  # not finished elsewhere since the scan
+                if mine and not part_path(out, config_id).exists():  # not finished elsewhere since the scan
                     on_done(config_id, job(configs[config_id]))
                 else:
                     skipped += 1

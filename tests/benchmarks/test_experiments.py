@@ -3,28 +3,18 @@ other OSCBO settings as sensitivity rows, and writes its table and figures."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.scripts import EXPERIMENTS, load_script
 from tune_risk.benchmarks.store import RunStore, run_key
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "oscbo_benchmark.py"
-
-
-def load_script(script: Path = SCRIPT):
-    """An experiment script as a module (experiments/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = EXPERIMENTS / "oscbo_benchmark.py"
 
 
 def test_benchmark_script_tiny(tmp_path, capsys):
-    module = load_script()
+    module = load_script("oscbo_benchmark")
     args = ["--tasks", "hartmann3,material5", "--methods", "oscbo,a-gp-ucb", "--seeds", "2", "--steps", "2",
             "--n-init", "4", "--data-dir", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]
     module.main(args)
@@ -55,7 +45,7 @@ def test_benchmark_script_tiny(tmp_path, capsys):
 
 
 def test_other_oscbo_settings_are_kept_as_sensitivity_rows(tmp_path):
-    module = load_script()
+    module = load_script("oscbo_benchmark")
     common = ["--tasks", "hartmann3", "--methods", "oscbo,gp-ucb-mll", "--seeds", "2", "--steps", "2", "--n-init", "4",
               "--out", str(tmp_path)]
     module.main([*common, "--lambda-init", "1", "--omega", "0.1"])
@@ -76,7 +66,7 @@ def test_other_oscbo_settings_are_kept_as_sensitivity_rows(tmp_path):
 
 
 def test_invalid_oscbo_options_are_refused(capsys):
-    module = load_script()
+    module = load_script("oscbo_benchmark")
     for flag, value in (("--lambda-init", "0"), ("--omega", "-0.1"), ("--lambda-init", "nan")):
         with pytest.raises(SystemExit):
             module.parse_args([flag, value])
@@ -87,7 +77,7 @@ def test_parallel_workers_give_the_same_runs(tmp_path):
     import subprocess
     import sys
 
-    module = load_script()
+    module = load_script("oscbo_benchmark")
     common = ["--tasks", "hartmann3", "--methods", "oscbo,a-gp-ucb", "--seeds", "2", "--steps", "2", "--n-init", "4"]
     module.main([*common, "--out", str(tmp_path / "serial")])
     subprocess.run([sys.executable, str(SCRIPT), *common, "--workers", "2", "--out", str(tmp_path / "parallel")],
@@ -101,7 +91,7 @@ def test_parallel_workers_give_the_same_runs(tmp_path):
 
 
 def test_summary_states_ocbo_multiplier_and_the_targets():
-    module = load_script()
+    module = load_script("oscbo_benchmark")
     ranks = pd.DataFrame({"method": ["ocbo", "oscbo", "oscbo-l1", "gp-ucb-mll"], "rank_simple": [4.0, 1.0, 2.0, 3.0],
                           "rank_simple_se": 0.0, "rank_cumulative": [1.0, 4.0, 2.0, 3.0], "rank_cumulative_se": 0.0})
     data = {("levy5", "ocbo"): {"kappa": np.array([[0.2, 0.3], [0.3, 0.4]])},
@@ -122,7 +112,7 @@ def test_summary_states_ocbo_multiplier_and_the_targets():
 
 
 def test_erahbo_replay_compares_cumulative_regret_also_at_the_common_horizon():
-    module = load_script(SCRIPT.with_name("erahbo_replay.py"))
+    module = load_script("erahbo_replay")
     rows = []
     for repeat in range(6):  # ERAHBO keeps evaluating; the other method exhausts the table after 2 evaluations
         for method, instant in (("erahbo", [0.1, 0.1, 5.0, 5.0]), ("rahbo-k2", [1.0, 1.0])):

@@ -8,7 +8,6 @@ shipped. These checks read files only (no training).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_tasks.generate import parts_dir, sobol_configs
+from rl_tasks.generate import part_path, parts_dir, sobol_configs
+from tests.scripts import load_script
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 TABLES = sorted(p for p in DATASETS.glob("*.parquet"))
@@ -51,7 +51,7 @@ def test_parts_reproduce_the_shipped_parquet_bit_for_bit(table: Path) -> None:
     manifest = json.loads((parts / "manifest.json").read_text())
     assert manifest["n_configs"] >= len(returns)
     for config_id, row in returns.iterrows():
-        part = json.loads((parts / f"config_{config_id:04d}.json").read_text())
+        part = json.loads(part_path(table, config_id).read_text())
         shipped = np.array([np.nan if r is None else r for r in part["returns"]], dtype=np.float64)
         np.testing.assert_array_equal(row.to_numpy(), shipped)  # NaN == NaN; exact floats otherwise
 
@@ -64,7 +64,7 @@ def test_extension_continues_the_same_sobol_sequence(table: Path) -> None:
     extended = sobol_configs(algo, env, 512, seed)
     assert extended[: len(shipped)] == shipped
     for config_id, config in enumerate(extended):  # every part already computed matches its configuration
-        path = parts_dir(table) / f"config_{config_id:04d}.json"
+        path = part_path(table, config_id)
         if path.exists():
             assert json.loads(path.read_text())["config"] == config, path
 
@@ -76,9 +76,5 @@ def test_a_shipped_configuration_regenerates_bit_for_bit() -> None:
     both kinds of host CPU the tables were computed on; PPO configurations that learn regenerate only on the
     kind of CPU that computed them (datasets/README.md, "Regenerating bit for bit")."""
     pytest.importorskip("jax")
-    script = Path(__file__).parents[2] / "experiments" / "regenerate_parts.py"
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = module.regenerate(DATASETS / "dqn_cartpole.parquet", 0)
+    result = load_script("regenerate_parts").regenerate(DATASETS / "dqn_cartpole.parquet", 0)
     assert (result["equal"], result["seeds"]) == (50, 50)

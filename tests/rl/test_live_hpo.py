@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
-SCRIPT = Path(__file__).parents[2] / "experiments" / "live_hpo.py"
+from tests.scripts import load_script
 
 
 def _live_hpo():
-    spec = importlib.util.spec_from_file_location("live_hpo", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("live_hpo")
 
 
 def test_time_to_reach_is_the_first_recommendation_at_or_above_the_target() -> None:

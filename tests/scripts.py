@@ -1,0 +1,17 @@
+"""Load a script of ``experiments/`` as a module (``experiments/`` is not a package), for tests of its functions."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+def load_script(name: str) -> ModuleType:
+    """``experiments/<name>.py`` imported as the module ``name`` (its ``main`` is not run)."""
+    spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
