@@ -90,6 +90,7 @@ def combine(outs: list[Path], out: Path) -> list[Path]:
     names = ", ".join(d.name for d in outs)
     written = write_summary(frames["runs"], frames["rounds"], out, title=f"Offline replay: {names}")
     text = (f"# {names}\n\n## ERAHBO against each method\n\n{erahbo_against_each(frames['runs'])}\n"
+            f"## Spending per table\n\n{spending(frames['runs'])}\n"
             f"## Table 5 beside the ERAHBO paper's\n\n{paper_comparison(frames['runs'])}")
     comparison = out / "comparison.md"
     comparison.write_text(text)
@@ -120,6 +121,24 @@ def erahbo_against_each(runs: pd.DataFrame) -> str:
             "horizon\": each (table, repeat) cut at the evaluation count where its shortest run ends (a method that "
             "has evaluated every configuration stops there), so that every method has spent the same.\n\n"
             + "\n".join(header + lines) + "\n")
+
+
+def spending(runs: pd.DataFrame) -> str:
+    """Markdown: per table and method, means over repeats of the evaluations used, the distinct configurations
+    evaluated, and both again at each (table, repeat)'s common horizon: what explains cumulative regret (a method
+    that exhausts a table stops accumulating; within equal spending, more configurations cost more regret)."""
+    keys = ["table", "method", "repeat"]
+    full = runs.groupby(keys).agg(n_eval=("n_eval", "max"), configs=("config_row", "nunique"))
+    cut = at_common_horizon(runs).groupby(keys).agg(horizon=("n_eval", "max"), configs_h=("config_row", "nunique"))
+    means = full.join(cut).groupby(["table", "method"]).mean()
+    lines = ["| table | method | evaluations used | configurations | common horizon | configurations by it |",
+             "|---|---|---|---|---|---|"]
+    for (table, method), row in means.iterrows():
+        lines.append(f"| {table} | {method} | {row['n_eval']:.0f} | {row['configs']:.0f} | {row['horizon']:.0f} | "
+                     f"{row['configs_h']:.0f} |")
+    return ("Means over repeats: evaluations used (fewer than the budget when a method has evaluated every "
+            "configuration of the table), distinct configurations evaluated after the initial design, the common "
+            "horizon and the configurations evaluated by it.\n\n" + "\n".join(lines) + "\n")
 
 
 def paper_comparison(runs: pd.DataFrame) -> str:

@@ -123,3 +123,15 @@ def test_erahbo_replay_compares_cumulative_regret_also_at_the_common_horizon():
              if line.startswith("| all | rahbo-k2")}
     assert "| 0 / 0 / 6 |" in lines["cumulative regret"]  # 10.2 against 2.0: the full runs favour the early stop
     assert "| 6 / 0 / 0 |" in lines["cumulative regret at the common horizon"]  # 0.2 against 2.0 after 2 each
+
+
+def test_erahbo_replay_spending_counts_configurations_overall_and_by_the_common_horizon():
+    module = load_script("erahbo_replay")
+    rows = []
+    for repeat in range(2):  # ERAHBO: 4 evaluations on 3 configurations; RAHBO(k=2) exhausts a 1-row pool at 2
+        for method, configs in (("erahbo", [7, 8, 9, 9]), ("rahbo-k2", [7, 7])):
+            for n, config in enumerate(configs, start=1):
+                rows.append({"table": "t", "method": method, "repeat": repeat, "n_eval": n, "config_row": config})
+    lines = module.spending(pd.DataFrame(rows)).splitlines()
+    assert "| t | erahbo | 4 | 3 | 2 | 2 |" in lines
+    assert "| t | rahbo-k2 | 2 | 1 | 2 | 1 |" in lines
