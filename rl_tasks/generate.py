@@ -159,7 +159,10 @@ def read_manifest(out: Path) -> dict[str, Any]:
 
 
 def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    """Write the manifest of a new table or verify that an existing one matches (resume safety)."""
+    """Write the manifest of a new table or verify that an existing one matches (resume safety).
+
+    Generators started together read it while another writes it, so it is replaced atomically and left
+    untouched when nothing changes (an in-place rewrite showed one of them an empty file)."""
     path = _manifest_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = read_manifest(out)
@@ -171,7 +174,8 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
                 "with the recorded settings"
             )
         manifest = {**manifest, "n_configs": max(old["n_configs"], manifest["n_configs"])}
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    if manifest != old:
+        _replace_with(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
 
 
 def batching_layout(algo: str, env: str, n_seeds: int, devices: int, seeds_per_call: int | None) -> dict[str, Any]:

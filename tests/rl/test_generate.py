@@ -89,11 +89,23 @@ def test_resume_recomputes_only_missing_parts(first_table, capsys) -> None:
 
 def test_rerun_of_a_complete_table_leaves_its_files_untouched(first_table) -> None:
     out, _ = first_table
-    meta_path = out.with_name(out.name + ".json")
-    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out, meta_path)}
+    files = (out, out.with_name(out.name + ".json"), parts_dir(out) / "manifest.json")
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
     again = generate_table(out=out, command="a different command line", **TINY)
-    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out, meta_path)} == before
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == before
     pd.testing.assert_frame_equal(again, pd.read_parquet(out))
+
+
+def test_extending_a_table_replaces_its_manifest_whole(table_dir) -> None:
+    # A generator reading the manifest while another extends the table sees the old one or the new one,
+    # never a truncated file (two generators started together once crashed on an empty manifest).
+    out = table_dir / "extended.parquet"
+    generate_table(out=out, max_new=0, **TINY)
+    manifest = parts_dir(out) / "manifest.json"
+    with manifest.open() as reader:
+        generate_table(out=out, max_new=0, **{**TINY, "configs": 4})
+        assert json.loads(reader.read())["n_configs"] == 2
+    assert json.loads(manifest.read_text())["n_configs"] == 4
 
 
 def test_resume_refuses_different_settings(first_table) -> None:
