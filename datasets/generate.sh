@@ -19,7 +19,8 @@ run() {  # run <name> <generate args...>
   if [ ${#ONLY[@]} -gt 0 ] && [[ ! " ${ONLY[*]} " =~ " $name " ]]; then return; fi
   echo "$(date -Is) start $name"
   taskset -c "$CORE" "$PY" -m rl_tasks.cli generate "$@" --out "datasets/$name.parquet" >> "/tmp/gen_$name.log" 2>&1
-  echo "$(date -Is) end $name (exit $?)"
+  local rc=$?  # before $(date) below, which would reset it
+  echo "$(date -Is) end $name (exit $rc)"
 }
 
 # 128 x 50, 10k steps, 64-64 networks and a Polyak target update every step (rl_tasks/README.md says why).
