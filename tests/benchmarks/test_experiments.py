@@ -135,3 +135,16 @@ def test_erahbo_replay_spending_counts_configurations_overall_and_by_the_common_
     lines = module.spending(pd.DataFrame(rows)).splitlines()
     assert "| t | erahbo | 4 | 3 | 2 | 2 |" in lines
     assert "| t | rahbo-k2 | 2 | 1 | 2 | 1 |" in lines
+
+
+def test_recommendation_diagnosis_shows_the_argmax_of_lcb_and_the_best_configuration_evaluated():
+    from tune_risk.benchmarks.objectives import get_objective, make_pool_table
+    from tune_risk.offline.replay import ReplayTask
+
+    module = load_script("recommendation_diagnosis")
+    X, Y = make_pool_table(get_objective("branin"), 32, 20, seed=0)
+    task = ReplayTask("branin", X, Y)
+    recommended, best = (line.strip("| ").split(" | ") for line in module.rows(task, repeat=0, budget=24))
+    assert recommended[1] == "recommended" and best[1] == "best evaluated"
+    assert int(best[-1]) <= int(recommended[-1])  # true-MV rank: the best evaluated is at least as good
+    assert int(recommended[2]) >= 2 and float(recommended[8]) >= float(best[8])  # argmax of LCB^MV
