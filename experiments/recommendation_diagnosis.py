@@ -8,7 +8,7 @@ in the table (0 = best). A posterior ``mu_f`` above the warp's bound (the larges
 0.001 is marked ``!``: a mean no return can reach.
 
     python experiments/recommendation_diagnosis.py [--table datasets/ppo_cartpole.parquet] [--budget 1500]
-        [--repeats 5]
+        [--repeats 5] [--var-posterior gp|nonnegative]
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import numpy as np
 from tune_risk.engine.core import Engine
 from tune_risk.offline.replay import ReplayTask, replay_direct
 from tune_risk.offline.table import OfflineTable
+from tune_risk.settings import VAR_POSTERIORS
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = "| repeat | which | k | sample mean | sample var | mu_f | sigma_f | mu_var | LCB^MV | true-MV rank |"
 
 
-def rows(task: ReplayTask, repeat: int, budget: int) -> list[str]:
+def rows(task: ReplayTask, repeat: int, budget: int, var_posterior: str = "gp") -> list[str]:
     """The recommended and the best evaluated configuration of one ERAHBO replay, as table rows."""
-    engine = replay_direct(task, "erahbo", repeat, budget).engine
+    engine = replay_direct(task, "erahbo", repeat, budget, var_posterior=var_posterior).engine
     records = [r for r in engine.records if engine.has_data(r)]
     model = engine.risk_model()
     mu_f, sd_f, mu_var, _ = model.predict(Engine.x_tensor(records))
@@ -50,13 +51,16 @@ def main() -> int:
     parser.add_argument("--table", type=Path, default=ROOT / "datasets" / "ppo_cartpole.parquet")
     parser.add_argument("--budget", type=int, default=1500, help="BO replicate budget (default 1500)")
     parser.add_argument("--repeats", type=int, default=5, help="repeats 0 .. N-1 (default 5)")
+    parser.add_argument("--var-posterior", choices=VAR_POSTERIORS, default="gp",
+                        help="G_var's posterior mean as is (gp, the paper) or clamped at 0 (docs/algorithms.md A-20)")
     args = parser.parse_args()
     task = ReplayTask.from_table(OfflineTable.load(args.table))
-    print(f"{task.name}: ERAHBO, budget {args.budget}; warped returns lie in ±{task.warp.bound}\n")
+    print(f"{task.name}: ERAHBO, budget {args.budget}, var_posterior={args.var_posterior}; warped returns lie in "
+          f"±{task.warp.bound}\n")
     print(COLUMNS)
     print("|" + "---|" * (COLUMNS.count("|") - 1))
     for repeat in range(args.repeats):
-        print("\n".join(rows(task, repeat, args.budget)), flush=True)
+        print("\n".join(rows(task, repeat, args.budget, args.var_posterior)), flush=True)
     return 0
 
 

@@ -293,15 +293,16 @@ def test_zero_kappa_stop_is_mean_rule():
 
 
 # ---------------------------------------------------------------------------------------------- items 6, 7
-def _toy_model(alpha: float, n: int = 6, seed: int = 0, k=None, var_noise="learned", s2=None) -> RiskModel:
+def _toy_model(alpha: float, n: int = 6, seed: int = 0, k=None, var_noise="learned", s2=None,
+               var_posterior="gp", var_constant=0.0) -> RiskModel:
     rng = np.random.default_rng(seed)
     X = torch.from_numpy(rng.uniform(size=(n, 2)))
     m = torch.from_numpy(rng.normal(size=n))
     s2 = torch.from_numpy(rng.uniform(0.0, 0.3, size=n)) if s2 is None else s2
     k = torch.full((n,), 4.0, dtype=torch.float64) if k is None else k
-    settings = EngineSettings(alpha=alpha, var_noise=var_noise)
+    settings = EngineSettings(alpha=alpha, var_noise=var_noise, var_posterior=var_posterior)
     hp = RiskHyperparameters(
-        GPHyperparameters("rbf", (0.4, 0.7), 0.0, 0.05, 0.1, 0.1),
+        GPHyperparameters("rbf", (0.4, 0.7), var_constant, 0.05, 0.1, 0.1),
         GPHyperparameters("rbf", (0.3, 0.5), 0.0, None, 0.0, 1.0),
     )
     return RiskModel(RiskData(X, m, s2, k), hp, settings, 0.25)
@@ -340,6 +341,28 @@ def test_sigma_hat_bounds_and_inverse_k():
     assert torch.allclose(high.mean_noise, 0.25 / k, rtol=1e-15, atol=0)
     low = _toy_model(1.0, k=k, s2=torch.full((6,), -5.0, dtype=torch.float64))
     assert torch.allclose(low.mean_noise, 1e-6 / k, rtol=1e-15, atol=0)
+
+
+def test_nonnegative_variance_posterior_clamps_mu_var_in_eq19_and_the_mv_bounds():
+    """A-20: ``var_posterior="nonnegative"`` uses ``max(mu_var, 0)`` in eq. 19 and eqs. 23/24; ``sigma_var`` as is.
+
+    Zero sample variances under a G_var whose prior mean is negative (constant -2 in standardised units, i.e.
+    -0.1 raw): the GP predicts negative variances, which the paper's model passes on unchanged."""
+    zeros, k = torch.zeros(6, dtype=torch.float64), torch.full((6,), 2.0, dtype=torch.float64)
+    plain = _toy_model(1.0, k=k, s2=zeros, var_constant=-2.0)
+    clamped = _toy_model(1.0, k=k, s2=zeros, var_constant=-2.0, var_posterior="nonnegative")
+    Xq = torch.from_numpy(np.random.default_rng(3).uniform(size=(20, 2)))
+    _, _, mu_plain, sd_plain = plain.predict(Xq)
+    mu_f, sd_f, mu_var, sd_var = clamped.predict(Xq)
+    assert (mu_plain < 0).any()
+    assert torch.equal(mu_var, mu_plain.clamp_min(0.0)) and torch.equal(sd_var, sd_plain)
+    kappa = clamped.settings.kappa_acq
+    assert torch.equal(clamped.lcb_mv(Xq, kappa), (mu_f - kappa * sd_f) - (mu_var + kappa * sd_var))
+    # eq. 19 from the clamped UCB_var: never below the plain one, above it wherever mu_var was negative
+    mu_data, sd_data = plain.variance_gp.predict(plain.data.X)
+    assert torch.equal(clamped.ucb_var_at_data, mu_data.clamp_min(0.0) + kappa * sd_data)
+    assert torch.allclose(clamped.mean_noise, clamped.ucb_var_at_data.clamp(1e-6, 0.25) / k, rtol=1e-15, atol=0)
+    assert (clamped.mean_noise >= plain.mean_noise).all() and (clamped.mean_noise > plain.mean_noise).any()
 
 
 def test_k_aware_variance_noise_shrinks_sigma_var():

@@ -49,6 +49,7 @@ OWN_HELP: dict[str, str] = {
     "schedule_param": "parameter of the beta_stop schedule: gamma of erahbo-exp, s of erahbo-sigmoid",
     "mean_noise": "noise model of the mean GP (docs/algorithms.md A-4)",
     "var_noise": "noise model of the variance GP (docs/algorithms.md A-6)",
+    "var_posterior": "variance GP posterior mean as is (gp) or clamped at 0 (nonnegative; docs/algorithms.md A-20)",
     "launch_policy": "how a round launches its replicates: doubling waves (§2.3), a sliding window of "
                      "--window replicates in flight, or all k_max at once",
     "window": "replicates in flight with --launch-policy window",

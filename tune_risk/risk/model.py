@@ -74,6 +74,16 @@ def variance_gp_noise(k: Tensor, settings: EngineSettings, rho_bar_sq: float) ->
     return 2.0 * rho_bar_sq**2 / (k_eff - 1.0)
 
 
+def variance_posterior(variance_gp: ConditionedGP, X: Tensor, settings: EngineSettings) -> tuple[Tensor, Tensor]:
+    """``(mu_var, sigma_var)`` of ``G_var`` at ``X``; with ``var_posterior="nonnegative"`` the mean is
+    ``max(mu_var, 0)`` (A-20): a variance cannot be negative, and a negative ``mu_var`` would give eq. 19 the
+    noise floor (a 2-seed configuration at a return ceiling then looks certain) and LCB^MV a bonus (eq. 24)."""
+    mu_var, sd_var = variance_gp.predict(X)
+    if settings.var_posterior == "nonnegative":
+        mu_var = mu_var.clamp_min(0.0)
+    return mu_var, sd_var
+
+
 def mean_gp_noise(ucb_var: Tensor, s2: Tensor, k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor:
     """Fixed noise ``Sigma_c`` of ``G_f`` (A-4): ERAHBO eq. 19, the plug-in ``s2/k`` or RAHBO's code ``s2``."""
     if settings.mean_noise == "eq19":
@@ -92,7 +102,7 @@ def fit_risk_hyperparameters(
         data.X, data.variance, var_noise, settings.kernel, init.variance_gp if init else None
     )
     var_gp = ConditionedGP(var_hp, data.X, data.variance, var_noise, settings.standardization)
-    mu_var, sd_var = var_gp.predict(data.X)
+    mu_var, sd_var = variance_posterior(var_gp, data.X, settings)
     noise = mean_gp_noise(mu_var + settings.kappa_acq * sd_var, data.variance, data.k, settings, rho_bar_sq)
     mean_hp = fit_hyperparameters(data.X, data.mean, noise, settings.kernel, init.mean_gp if init else None)
     return RiskHyperparameters(var_hp, mean_hp)
@@ -109,11 +119,12 @@ class RiskModel:
     ) -> None:
         self.data = data
         self.alpha = settings.alpha
+        self.settings = settings
         self.variance_gp = ConditionedGP(
             hyperparameters.variance_gp, data.X, data.variance, variance_gp_noise(data.k, settings, rho_bar_sq),
             settings.standardization,
         )
-        mu_var, sd_var = self.variance_gp.predict(data.X)
+        mu_var, sd_var = variance_posterior(self.variance_gp, data.X, settings)
         self.ucb_var_at_data = mu_var + settings.kappa_acq * sd_var
         self.mean_noise = mean_gp_noise(self.ucb_var_at_data, data.variance, data.k, settings, rho_bar_sq)  # eq. 19
         self.mean_gp = ConditionedGP(
@@ -123,7 +134,7 @@ class RiskModel:
     def predict(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(mu_f, sigma_f, mu_var, sigma_var)`` at ``X`` (``m x d``), latent posteriors."""
         mu_f, sd_f = self.mean_gp.predict(X)
-        mu_var, sd_var = self.variance_gp.predict(X)
+        mu_var, sd_var = variance_posterior(self.variance_gp, X, self.settings)
         return mu_f, sd_f, mu_var, sd_var
 
     def bounds(self, X: Tensor, kappa: float) -> tuple[Tensor, Tensor]:
