@@ -10,9 +10,11 @@ Each table is replayed into its own ``--out/tables/<name>/`` (resumable unit by 
 and fingerprinted per table), so a table that is regenerated or extended invalidates only its own replays;
 the study over all tables (ranks, Wilcoxon tests over every (table, repeat) pair, thresholds, figures) is then
 written to ``--out`` from the per-table runs. Rerunning the same command resumes; ``--tables`` picks tables.
+Any other flag is an engine flag of ``tune-risk replay`` (``--var-posterior nonnegative``, ``--alpha 0.5``, ...),
+passed to every table's replay and checked there.
 
     python experiments/erahbo_replay.py [--repeats 20] [--budget 1500] [--tables dqn_cartpole ...] [--synthetic]
-        [--out results/erahbo_replay]
+        [--out results/erahbo_replay] [engine flags of tune-risk replay]
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def replay_each(tables: list[Path], args: argparse.Namespace) -> list[Path]:
     for table in tables:
         out = args.out / "tables" / table.stem
         argv = ["replay", "--methods", args.methods, "--repeats", str(args.repeats), "--budget", str(args.budget),
-                "--table", str(table), "--out", str(out)]
+                "--table", str(table), "--out", str(out), *args.engine_flags]
         if tune_risk_main(argv) != 0:
             raise SystemExit(f"replay of {table} did not finish; rerun the same command to resume")
         outs.append(out)
@@ -177,7 +179,7 @@ def main() -> int:
     parser.add_argument("--tables", nargs="+", metavar="NAME", help="table names in datasets/ (default: all)")
     parser.add_argument("--synthetic", action="store_true", help="add the synthetic tables")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "erahbo_replay")
-    args = parser.parse_args()
+    args, args.engine_flags = parser.parse_known_args()
     tables = pick_tables(args.tables)
     if args.synthetic or not tables:
         if not tables:

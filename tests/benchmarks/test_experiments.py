@@ -148,3 +148,17 @@ def test_recommendation_diagnosis_shows_the_argmax_of_lcb_and_the_best_configura
     assert recommended[1] == "recommended" and best[1] == "best evaluated"
     assert int(best[-1]) <= int(recommended[-1])  # true-MV rank: the best evaluated is at least as good
     assert int(recommended[2]) >= 2 and float(recommended[8]) >= float(best[8])  # argmax of LCB^MV
+
+
+def test_erahbo_replay_passes_engine_flags_to_every_tables_replay(tmp_path, monkeypatch):
+    import argparse
+    from pathlib import Path
+
+    module = load_script("erahbo_replay")
+    calls: list[list[str]] = []
+    monkeypatch.setattr(module, "tune_risk_main", lambda argv: calls.append(argv) or 0)
+    args = argparse.Namespace(methods="erahbo", repeats=2, budget=30, out=tmp_path,
+                              engine_flags=["--var-posterior", "nonnegative"])
+    outs = module.replay_each([Path("a.parquet"), Path("b.parquet")], args)
+    assert outs == [tmp_path / "tables" / "a", tmp_path / "tables" / "b"]
+    assert [argv[-2:] for argv in calls] == [["--var-posterior", "nonnegative"]] * 2
