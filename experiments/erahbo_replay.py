@@ -179,7 +179,8 @@ def main() -> int:
     parser.add_argument("--tables", nargs="+", metavar="NAME", help="table names in datasets/ (default: all)")
     parser.add_argument("--synthetic", action="store_true", help="add the synthetic tables")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "erahbo_replay")
-    args, args.engine_flags = parser.parse_known_args()
+    args, engine_flags = parser.parse_known_args()  # the rest: engine flags for tune-risk replay
+    args.engine_flags = engine_flags
     tables = pick_tables(args.tables)
     if args.synthetic or not tables:
         if not tables:

@@ -32,10 +32,11 @@ def rows(task: ReplayTask, repeat: int, budget: int, var_posterior: str = "gp") 
     engine = replay_direct(task, "erahbo", repeat, budget, var_posterior=var_posterior).engine
     records = [r for r in engine.records if engine.has_data(r)]
     model = engine.risk_model()
-    mu_f, sd_f, mu_var, _ = model.predict(Engine.x_tensor(records))
-    lcb = model.lcb_mv(Engine.x_tensor(records), engine.settings.kappa_acq)
+    X = Engine.x_tensor(records)
+    mu_f, sd_f, mu_var, _ = model.predict(X)
+    lcb = model.lcb_mv(X, engine.settings.kappa_acq)
     rank = np.argsort(np.argsort(-task.true_mv))
-    chosen = {"recommended": int(lcb.argmax()),
+    chosen = {"recommended": records.index(engine.recommend()),
               "best evaluated": max(range(len(records)), key=lambda i: task.true_mv[records[i].pool_index])}
     out = []
     for which, i in chosen.items():

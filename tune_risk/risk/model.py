@@ -84,6 +84,16 @@ def variance_posterior(variance_gp: ConditionedGP, X: Tensor, settings: EngineSe
     return mu_var, sd_var
 
 
+def eq19_noise(
+    variance_gp: ConditionedGP, data: RiskData, settings: EngineSettings, rho_bar_sq: float
+) -> tuple[Tensor, Tensor]:
+    """``(UCB_var, Sigma)`` at the data: ``G_var``'s upper bound ``mu_var + kappa_acq sigma_var`` and from it the
+    fixed noise of ``G_f`` (:func:`mean_gp_noise`), as both the hyperparameter fit and the model use them."""
+    mu_var, sd_var = variance_posterior(variance_gp, data.X, settings)
+    ucb_var = mu_var + settings.kappa_acq * sd_var
+    return ucb_var, mean_gp_noise(ucb_var, data.variance, data.k, settings, rho_bar_sq)
+
+
 def mean_gp_noise(ucb_var: Tensor, s2: Tensor, k: Tensor, settings: EngineSettings, rho_bar_sq: float) -> Tensor:
     """Fixed noise ``Sigma_c`` of ``G_f`` (A-4): ERAHBO eq. 19, the plug-in ``s2/k`` or RAHBO's code ``s2``."""
     if settings.mean_noise == "eq19":
@@ -102,8 +112,7 @@ def fit_risk_hyperparameters(
         data.X, data.variance, var_noise, settings.kernel, init.variance_gp if init else None
     )
     var_gp = ConditionedGP(var_hp, data.X, data.variance, var_noise, settings.standardization)
-    mu_var, sd_var = variance_posterior(var_gp, data.X, settings)
-    noise = mean_gp_noise(mu_var + settings.kappa_acq * sd_var, data.variance, data.k, settings, rho_bar_sq)
+    _, noise = eq19_noise(var_gp, data, settings, rho_bar_sq)
     mean_hp = fit_hyperparameters(data.X, data.mean, noise, settings.kernel, init.mean_gp if init else None)
     return RiskHyperparameters(var_hp, mean_hp)
 
@@ -118,15 +127,12 @@ class RiskModel:
         self, data: RiskData, hyperparameters: RiskHyperparameters, settings: EngineSettings, rho_bar_sq: float
     ) -> None:
         self.data = data
-        self.alpha = settings.alpha
         self.settings = settings
         self.variance_gp = ConditionedGP(
             hyperparameters.variance_gp, data.X, data.variance, variance_gp_noise(data.k, settings, rho_bar_sq),
             settings.standardization,
         )
-        mu_var, sd_var = variance_posterior(self.variance_gp, data.X, settings)
-        self.ucb_var_at_data = mu_var + settings.kappa_acq * sd_var
-        self.mean_noise = mean_gp_noise(self.ucb_var_at_data, data.variance, data.k, settings, rho_bar_sq)  # eq. 19
+        self.ucb_var_at_data, self.mean_noise = eq19_noise(self.variance_gp, data, settings, rho_bar_sq)
         self.mean_gp = ConditionedGP(
             hyperparameters.mean_gp, data.X, data.mean, self.mean_noise, settings.standardization
         )
@@ -139,7 +145,7 @@ class RiskModel:
 
     def bounds(self, X: Tensor, kappa: float) -> tuple[Tensor, Tensor]:
         """``(UCB^MV, LCB^MV)`` at ``X`` for multiplier ``kappa`` (eqs. 23, 24)."""
-        return mv_bounds(*self.predict(X), kappa, self.alpha)
+        return mv_bounds(*self.predict(X), kappa, self.settings.alpha)
 
     def ucb_mv(self, X: Tensor, kappa: float) -> Tensor:
         """``UCB^MV(x; kappa)`` (eq. 9, 23)."""
