@@ -38,7 +38,7 @@ def cases(folder: Path) -> dict[str, list[str]]:
         "bad engine flag (--alpha -1)": ["replay", *table, "--alpha", "-1", *out],
         "missing table file": ["replay", "--table", str(folder / "nope.parquet"), *out],
         "rahbo-k30 on a 25-seed table": ["replay", "--table", str(table_with_25_seeds(folder)),
-                                         "--methods", "rahbo-k30", *out],
+                                         "--methods", "rahbo-k30", "--test-seeds", "0", *out],
         "bare tune-risk": [],
     }
 

@@ -76,7 +76,7 @@ def replay_each(tables: list[Path], args: argparse.Namespace) -> list[Path]:
     for table in tables:
         out = args.out / "tables" / table.stem
         argv = ["replay", "--methods", args.methods, "--repeats", str(args.repeats), "--budget", str(args.budget),
-                "--table", str(table), "--out", str(out), *args.engine_flags]
+                "--table", str(table), "--out", str(out), "--test-seeds", "0", *args.engine_flags]  # the paper: all seeds
         if tune_risk_main(argv) != 0:
             raise SystemExit(f"replay of {table} did not finish; rerun the same command to resume")
         outs.append(out)

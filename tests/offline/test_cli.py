@@ -12,7 +12,8 @@ from tune_risk.cli import main
 RUNS_COLUMNS = ["table", "method", "repeat", "n_eval", "config_row", "regret", "normalised_regret",
                 "recommended_regret", "normalised_recommended_regret", "cumulative_regret",
                 "cumulative_regret_with_initial", "compute"]
-ROUNDS_COLUMNS = ["table", "method", "repeat", "round", "config_row", "k", "stop_reason", "B_t", "mv_true"]
+ROUNDS_COLUMNS = ["table", "method", "repeat", "round", "config_row", "k", "stop_reason", "B_t", "mv_true",
+                  "snap_distance"]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def arlbench_csv(tmp_path_factory):
 def test_replay_writes_runs_rounds_and_summary(arlbench_csv, tmp_path):
     out = tmp_path / "out"
     code = main(["replay", "--table", str(arlbench_csv), "--methods", "erahbo,rahbo-k2,gp-ucb",
-                 "--repeats", "2", "--budget", "60", "--out", str(out)])
+                 "--repeats", "2", "--budget", "60", "--test-seeds", "0", "--out", str(out)])
     assert code == 0
     runs, rounds = pd.read_csv(out / "runs.csv"), pd.read_csv(out / "rounds.csv")
     assert list(runs.columns) == RUNS_COLUMNS and list(rounds.columns) == ROUNDS_COLUMNS
@@ -48,7 +49,8 @@ def test_replay_writes_runs_rounds_and_summary(arlbench_csv, tmp_path):
 
 def test_replay_with_online_warp_and_k_init(arlbench_csv, tmp_path):
     """``--warp online --k-init 2``: the live-use warp fitted on a 2-replicate initial design."""
-    base = ["replay", "--table", str(arlbench_csv), "--methods", "erahbo", "--repeats", "1", "--budget", "40"]
+    base = ["replay", "--table", str(arlbench_csv), "--methods", "erahbo", "--repeats", "1", "--budget", "40",
+            "--test-seeds", "0"]
     assert main([*base, "--out", str(tmp_path / "pooled"), "--k-init", "2"]) == 0
     assert main([*base, "--out", str(tmp_path / "online"), "--k-init", "2", "--warp", "online"]) == 0
     pooled, online = (pd.read_csv(tmp_path / d / "rounds.csv") for d in ("pooled", "online"))
@@ -57,7 +59,8 @@ def test_replay_with_online_warp_and_k_init(arlbench_csv, tmp_path):
 
 
 def test_replay_via_tune_matches_direct(ray_session, arlbench_csv, tmp_path):
-    args = ["--table", str(arlbench_csv), "--methods", "erahbo", "--repeats", "1", "--budget", "30"]
+    args = ["--table", str(arlbench_csv), "--methods", "erahbo", "--repeats", "1", "--budget", "30",
+            "--test-seeds", "0"]
     assert main(["replay", *args, "--out", str(tmp_path / "direct")]) == 0
     assert main(["replay", *args, "--out", str(tmp_path / "tune"), "--via", "tune"]) == 0
     direct, tuned = (pd.read_csv(tmp_path / d / "rounds.csv") for d in ("direct", "tune"))
@@ -73,7 +76,8 @@ def test_replay_via_tune_matches_direct(ray_session, arlbench_csv, tmp_path):
     (["--k-init", "1"], "k_init must be >= 2"),
 ])
 def test_bad_replay_arguments_give_one_clear_line(arlbench_csv, tmp_path, capsys, args, message):
-    code = main(["replay", "--table", str(arlbench_csv), "--repeats", "1", "--out", str(tmp_path), *args])
+    code = main(["replay", "--table", str(arlbench_csv), "--repeats", "1", "--test-seeds", "0", "--out", str(tmp_path),
+                 *args])
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err

@@ -49,7 +49,7 @@ def table_csv(tmp_path_factory) -> Path:
 
 def replay_args(table: Path, out: Path, *extra: str) -> list[str]:
     return ["replay", "--table", str(table), "--methods", "erahbo,rahbo-k2", "--repeats", "2", "--budget", "24",
-            "--out", str(out), *extra]
+            "--test-seeds", "0", "--out", str(out), *extra]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ def test_bad_cli_arguments_exit_2_with_one_line(case_id, extra, message, tmp_pat
     table = csv_table(tmp_path)
     (tmp_path / "t.xlsx").write_text("x")
     pd.DataFrame({"a": [1, 2], "b": [3, 4]}).to_csv(tmp_path / "noret.csv", index=False)
-    argv = ["replay", "--table", str(table), "--repeats", "1", *[a.format(t=tmp_path) for a in extra]]
+    argv = ["replay", "--table", str(table), "--repeats", "1", "--test-seeds", "0", *[a.format(t=tmp_path) for a in extra]]
     code, err = run_cli(argv, capsys)
     assert code == 2
     assert message in err and err.count("\n") == 1 and "Traceback" not in err, err

@@ -29,6 +29,22 @@ def snap_to_pool(point: np.ndarray, pool: np.ndarray, used: np.ndarray) -> int:
     return int(np.argmin(distances))
 
 
+def design_rows(pool: np.ndarray, n: int, seed: int) -> list[int]:
+    """Pool rows of an ``n``-point initial design with ``seed``: each Sobol point snapped to the nearest
+    row not yet taken, in order (what the engine's initial design picks when no configuration fails).
+
+    Example:
+        >>> design_rows(np.array([[0.1], [0.5], [0.9]]), 2, seed=0)
+        [2, 0]
+    """
+    used = np.zeros(len(pool), dtype=bool)
+    rows = []
+    for point in sobol_points(pool.shape[1], n, seed):
+        rows.append(snap_to_pool(point, pool, used))
+        used[rows[-1]] = True
+    return rows
+
+
 def check_pool(pool: np.ndarray) -> np.ndarray:
     """Validate a candidate pool (``n x d`` in the unit cube, no duplicate rows); return it as float64."""
     pool = np.array(pool, dtype=np.float64)  # an own, writable copy (torch shares its memory)

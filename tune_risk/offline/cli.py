@@ -3,6 +3,13 @@
     tune-risk replay --table datasets/ppo_cartpole.parquet --methods erahbo,rahbo-k2,rahbo-k20,gp-ucb \\
         --repeats 20 --budget 1500 --workers 1 --seed 0 --out results/replay [--via tune] \\
         [--warp pooled|online] [--k-init K] [--alpha A] ...
+    tune-risk replay --table datasets/ppo_cartpole.parquet --methods tune-risk,tpe-rep3,random-rep5 \\
+        --budget 300 --test-seeds 20 --warp online --out results/peers [--searcher mine=pkg.mod:factory]
+
+Peers (tpe-rep3, random-rep5, optuna-gp-rep3, hebo-rep3, mine-rep3, ...) are Ray Tune Searchers wrapped
+in Ray's Repeater(k), driven in-process through the Searcher API; their suggestions snap to the nearest
+table row, and --budget counts their seed-runs. --test-seeds N holds the last N seed columns of every
+table out: no method reads them, and every method's recommended configuration is scored on them.
 
 Writes runs.csv (one row per table, method, repeat, evaluation), rounds.csv (one row per BO round),
 summary.md and PNG figures into --out. Repetition r uses seed --seed + r for the initial design and
@@ -72,6 +79,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--missing", choices=MISSING_CHOICES, default="error",
                         help="a configuration without a finite return for every seed (no row, empty, NaN, inf): "
                              "an error, or drop it (ERAHBO App. C.1)")
+    parser.add_argument("--test-seeds", type=_non_negative, default=20, metavar="N",
+                        help="seed columns held out of every table (the last N): no method reads them; each "
+                             "method's recommendation is scored on them (0: the paper's protocol, all seeds)")
+    parser.add_argument("--searcher", action="append", default=[], metavar="NAME=MODULE:CALLABLE",
+                        help="a Ray Tune Searcher of your own, replayed as NAME-rep<k> in --methods: CALLABLE(seed=S) "
+                             "(or CALLABLE()) returns a fresh ray.tune.search.Searcher (repeat the flag for several)")
+    parser.add_argument("--hebo-python", type=Path, default=None, metavar="PATH",
+                        help="Python of a venv with hebo and ray[tune] for hebo-rep<k> (default: HEBO in this "
+                             "environment, else .venv-hebo/bin/python as `make bench` builds it)")
     parser.add_argument("--seed-key", default="seed", metavar="KEY",
                         help="with --via tune: the Tune config key holding the training seed")
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
@@ -89,7 +105,7 @@ def run_replay(args: argparse.Namespace) -> int:
     plan = plan_replay(args)
     units = [Unit(t.name, m, r) for t in plan.tables for m in plan.methods for r in range(args.repeats)]
     store = UnitStore(args.out)
-    store.prepare(_protocol(args, plan.overrides), {t.name: t.fingerprint() for t in plan.tables})
+    store.prepare(_protocol(args, plan), {t.name: t.fingerprint() for t in plan.tables})
     for table in plan.tables:
         if table.n_dropped:
             print(f"{table.path}: dropped {table.n_dropped} configuration(s) with missing or non-finite returns "
@@ -107,10 +123,11 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _protocol(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:
+def _protocol(args: argparse.Namespace, plan: Any) -> dict[str, Any]:
     """The settings that decide a unit's result (recorded in the manifest; methods and repeats pick units)."""
     return {"budget": args.budget, "workers": args.workers, "seed": args.seed, "via": args.via, "warp": args.warp,
-            "missing": args.missing, "seed_key": args.seed_key, "engine": overrides}
+            "missing": args.missing, "seed_key": args.seed_key, "engine": plan.overrides, "test_seeds": args.test_seeds,
+            "searchers": dict(sorted(plan.searchers.items()))}
 
 
 def _replay_units(args: argparse.Namespace, plan: Any, store: Any, todo: list, total: int) -> None:
@@ -124,7 +141,7 @@ def _replay_units(args: argparse.Namespace, plan: Any, store: Any, todo: list, t
     needed = {unit.table for unit in todo}
     tables = {t.name: OfflineTable.from_parsed(t.parsed, t.path, t.metadata, missing=args.missing)
               for t in plan.tables if t.name in needed}
-    tasks = {name: ReplayTask.from_table(table) for name, table in tables.items()}
+    tasks = {name: ReplayTask.from_table(table, test_seeds=args.test_seeds) for name, table in tables.items()}
     if args.via == "tune":
         _init_ray(args.workers)
     with logging_redirect_tqdm(), tqdm(total=total, initial=total - len(todo), unit="replay", file=sys.stderr,
@@ -132,10 +149,36 @@ def _replay_units(args: argparse.Namespace, plan: Any, store: Any, todo: list, t
         for unit in todo:
             bar.set_postfix_str(unit.label(), refresh=True)
             task = tasks[unit.table]
-            result = _replay_one(args, tables[unit.table], task, unit.method, args.seed + unit.repeat, plan.overrides)
-            result.repeat = unit.repeat
-            store.write(unit, {"runs": runs_rows(result, task), "rounds": rounds_rows(result, task)})
+            if unit.method in plan.peers:
+                rows = _replay_peer(args, plan, tables[unit.table], task, unit)
+            else:
+                result = _replay_one(args, tables[unit.table], task, unit.method, args.seed + unit.repeat,
+                                     plan.overrides)
+                result.repeat = unit.repeat
+                rows = {"runs": runs_rows(result, task), "rounds": rounds_rows(result, task)}
+            store.write(unit, rows)
             bar.update()
+
+
+def _replay_peer(args: argparse.Namespace, plan: Any, table: Any, task: Any, unit: Any) -> dict[str, list]:
+    """A peer's unit: its Searcher in Ray's Repeater on the table's rows (tune_risk.offline.peers)."""
+    from tune_risk.engine.design import design_rows
+    from tune_risk.offline.peers import make_searcher, replay_peer
+    from tune_risk.offline.replay import peer_rounds_rows, peer_runs_rows
+    from tune_risk.settings import EngineSettings
+    from tune_risk.tune.space import TuneSpaceCodec
+
+    peer, seed = plan.peers[unit.method], args.seed + unit.repeat
+    searcher = make_searcher(peer, seed, plan.searchers, args.hebo_python)
+    try:
+        run = replay_peer(task, TuneSpaceCodec.from_param_space(table.space), table.space, peer, searcher,
+                          seed, args.budget)  # the seed permutations of repetition `seed`, as for the engine
+    finally:
+        getattr(searcher, "close", lambda: None)()  # a RemoteSearcher's child process
+    n_initial = plan.overrides.get("n_initial", EngineSettings().n_initial)
+    initial = design_rows(task.points, n_initial, seed)  # the engine methods' shared design: r0's scale
+    run.repeat = unit.repeat
+    return {"runs": peer_runs_rows(run, task, initial), "rounds": peer_rounds_rows(run, task, peer.repeat)}
 
 
 def _replay_one(args: argparse.Namespace, table: Any, task: Any, method: str, seed: int, overrides: dict[str, Any]):
@@ -156,7 +199,8 @@ def _write_outputs(args: argparse.Namespace, plan: Any, store: Any, units: list,
     for kind in ("runs", "rounds"):
         store.assemble(units, kind, args.out / f"{kind}.csv")
     runs, rounds = _read_csv(args.out / "runs.csv"), _read_csv(args.out / "rounds.csv")
-    written = write_summary(runs, rounds, args.out, title="Offline replay: " + ", ".join(t.name for t in plan.tables))
+    written = write_summary(runs, rounds, args.out, title="Offline replay: " + ", ".join(t.name for t in plan.tables),
+                            test_seeds=args.test_seeds)
     for table in degenerate_tables(runs):
         print(f"warning: table {table!r}: every method has regret 0 at every evaluation (a best configuration "
               "is in the initial design, or all have the same MV); it cannot separate methods", file=sys.stderr)

@@ -1,21 +1,41 @@
-"""Benchmark method names of the replay (``erahbo``, ``rahbo-k<k>``, ``gp-ucb``...) and their engine settings.
+"""Benchmark method names of the replay and what they mean.
 
-docs/algorithms.md §1.13. This module imports neither torch nor pandas, so that ``tune-risk replay`` can
-validate ``--methods`` and every engine flag before any heavy import (a bad call fails in well under
-a second).
+Two kinds of method (docs/algorithms.md §1.13, §1.15):
+
+* **own methods** run the engine: ``erahbo`` (the paper's settings), ``erahbo-exp`` / ``erahbo-sigmoid``,
+  ``rahbo-k<k>``, ``gp-ucb``, and ``tune-risk`` (``RiskAwareSearch``'s defaults, what a user gets);
+* **peers** run a Ray Tune ``Searcher`` wrapped in Ray's ``Repeater(k)``: ``random-rep<k>``,
+  ``tpe-rep<k>``, ``optuna-gp-rep<k>``, ``hebo-rep<k>``, ``bohb-rep<k>``, ``smac``, and
+  ``<name>-rep<k>`` for a searcher a user brings with ``--searcher NAME=module:callable``
+  (:class:`PeerMethod`; run by :mod:`tune_risk.offline.peers`).
+
+This module imports neither torch nor pandas, so that ``tune-risk replay`` can validate ``--methods`` and
+every engine flag before any heavy import (a bad call fails in well under a second).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from tune_risk.settings import EngineSettings
 
 PAPER_METHODS = ("erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
 WARPS = ("pooled", "online")
-METHOD_HELP = "erahbo, erahbo-exp, erahbo-sigmoid, rahbo-k<k> (e.g. rahbo-k2), gp-ucb"
+OWN_HELP = "erahbo, erahbo-exp, erahbo-sigmoid, rahbo-k<k> (e.g. rahbo-k2), gp-ucb, tune-risk"
+PEER_FAMILIES = ("random", "tpe", "optuna-gp", "hebo", "bohb")
+"""Built-in peers, each ``<family>-rep<k>`` (``k`` seeds per suggestion through Ray's ``Repeater``)."""
+PEER_HELP = ("random-rep<k>, tpe-rep<k>, optuna-gp-rep<k>, hebo-rep<k>, bohb-rep<k>, smac, "
+             "<name>-rep<k> for each --searcher NAME=module:callable")
+METHOD_HELP = f"{OWN_HELP}; peers: {PEER_HELP}"
+TUNE_RISK = "tune-risk"
+"""The method of ``RiskAwareSearch``'s defaults: what a user who changes nothing gets (see ``tune_risk_settings``)."""
+TUNE_RISK_INTENSIFY = 0.1  # RiskAwareSearch(intensify=0.1): a fraction of the budget (tests tie the two)
+SMAC = "smac"
 _METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
+_PEER_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)-rep(\d+)$")
+SEARCHER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _SCHEDULES = {"erahbo": "constant", "erahbo-exp": "exponential", "erahbo-sigmoid": "sigmoid"}
 GP_UCB_K = 20  # the paper's GP-UCB baseline samples 20 seeds per configuration
 
@@ -33,13 +53,15 @@ def method_settings(name: str, budget: int, seed: int, warp: str = "pooled", **o
     of ``gp-ucb``; ``schedule_param`` applies to ``erahbo-exp``/``erahbo-sigmoid`` only.
     """
     match = _METHOD_PATTERN.match(name)
-    if match is None:
-        raise ValueError(f"unknown method {name!r}; valid: {METHOD_HELP}")
+    if match is None and name != TUNE_RISK:
+        raise ValueError(f"unknown method {name!r}; valid: {OWN_HELP}")
     if warp not in WARPS:
         raise ValueError(f"unknown warp={warp!r}; valid values are 'pooled' (the table's) and 'online' (live use)")
     common = dict(budget=budget, seed=seed, common_random_numbers=True, budget_unit="samples",
                   warp="none" if warp == "pooled" else "online")
     overrides = dict(overrides)
+    if name == TUNE_RISK:
+        return tune_risk_settings(budget, common, overrides)
     if name.startswith("erahbo"):
         schedule = _SCHEDULES[name]
         if schedule == "constant":  # the constant schedule has no parameter (one flag serves several methods)
@@ -57,8 +79,64 @@ def method_settings(name: str, budget: int, seed: int, warp: str = "pooled", **o
     return EngineSettings.for_method("rahbo", k=k, **common, **overrides)
 
 
-def parse_methods(text: str) -> list[str]:
-    """``"erahbo,rahbo-k2"`` -> validated method names (unknown, empty and duplicate entries raise)."""
+def tune_risk_settings(budget: int, common: dict[str, Any], overrides: dict[str, Any]) -> EngineSettings:
+    """``tune-risk``: the engine of ``RiskAwareSearch(budget=budget)`` with every other argument left out.
+
+    ERAHBO with ``k_init = k_min = 2``, incumbent intensification on 10 % of the budget, and the budget
+    counted in *runs* as under Tune (``budget_unit="runs"``: the initial design and cancelled runs are
+    charged), so that ``--budget`` is the whole spend, as it is for a peer. ``overrides`` (engine flags)
+    apply on top, except ``budget_unit``, which is what makes the comparison with peers equal.
+    """
+    settings = {**common, "k_min": 2, "k_init": 2, "budget_unit": "runs",
+                "intensify": int(round(TUNE_RISK_INTENSIFY * budget))}
+    overrides.pop("schedule_param", None)
+    settings.update(overrides)
+    if "k_min" in overrides and "k_init" not in overrides:
+        settings["k_init"] = settings["k_min"]  # as RiskAwareSearch: k_init defaults to k_min
+    settings["budget_unit"] = "runs"
+    return EngineSettings.for_method("erahbo", **settings)
+
+
+@dataclass(frozen=True)
+class PeerMethod:
+    """A peer of the replay: a Ray Tune ``Searcher`` (``family``) wrapped in ``Repeater(repeat)``.
+
+    ``family`` is one of :data:`PEER_FAMILIES`, :data:`SMAC` (SMAC3's own intensifier, ``repeat`` = the
+    most seeds it may give a configuration) or the ``NAME`` of a ``--searcher NAME=module:callable``.
+
+    Example:
+        >>> peer_method("tpe-rep3")
+        PeerMethod(name='tpe-rep3', family='tpe', repeat=3)
+    """
+
+    name: str
+    family: str
+    repeat: int
+
+
+def peer_method(name: str, searchers: tuple[str, ...] | list[str] = (), k_max: int = 20) -> PeerMethod | None:
+    """The :class:`PeerMethod` of ``name``; ``None`` for an own method; ``ValueError`` for a peer-shaped
+    name whose family is unknown or whose ``k`` is below 1. ``searchers``: the ``--searcher`` names."""
+    if name == SMAC:
+        return PeerMethod(name, SMAC, k_max)
+    match = _PEER_PATTERN.match(name)
+    if match is None:
+        return None
+    family, k = match.group(1), int(match.group(2))
+    if family not in PEER_FAMILIES and family not in searchers:
+        given = f" (--searcher names: {', '.join(searchers)})" if searchers else ""
+        raise ValueError(f"unknown peer {name!r}: {family!r} is neither a built-in searcher "
+                         f"({', '.join(PEER_FAMILIES)}) nor a --searcher NAME{given}")
+    if k < 1:
+        raise ValueError(f"peer {name!r}: Repeater needs k >= 1 seeds per suggestion, got k={k}")
+    return PeerMethod(name, family, k)
+
+
+def parse_methods(text: str, searchers: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """``"erahbo,tpe-rep3"`` -> validated method names (unknown, empty and duplicate entries raise).
+
+    ``searchers``: the names given with ``--searcher NAME=module:callable``, each usable as ``NAME-rep<k>``.
+    """
     names = [m.strip() for m in text.split(",")]
     if not any(names):
         raise ValueError(f"--methods {text!r} names no method; valid: {METHOD_HELP}")
@@ -67,7 +145,10 @@ def parse_methods(text: str) -> list[str]:
             raise ValueError(f"--methods {text!r}: entry {position} is empty (a stray comma?)")
         if names.index(name) != position - 1:
             raise ValueError(f"--methods {text!r}: {name!r} is given twice")
-        method_settings(name, budget=10, seed=0)  # raises ValueError naming the method
+        if _METHOD_PATTERN.match(name) is None and name != TUNE_RISK and peer_method(name, searchers) is None:
+            raise ValueError(f"unknown method {name!r}; valid: {METHOD_HELP}")
+        if peer_method(name, searchers) is None:
+            method_settings(name, budget=10, seed=0)  # raises ValueError naming the method
     return names
 
 
@@ -76,13 +157,17 @@ def seeds_needed(settings: EngineSettings) -> int:
     return max(settings.k_max, settings.replicates_initial)
 
 
-def check_replayable(table: str, n_configs: int, n_seeds: int, settings: EngineSettings, method: str = "") -> None:
+def check_replayable(table: str, n_configs: int, n_seeds: int, settings: EngineSettings, method: str = "",
+                     held_out: int = 0) -> None:
     """Bad input: enough seeds for ``k_max`` (and ``k_init``), configurations beyond the initial
-    design, and a budget of at least one round. ``ValueError`` names the table and the method."""
+    design, and a budget of at least one round. ``ValueError`` names the table and the method.
+    ``n_seeds``: the seeds the method may read, ``held_out`` more being reserved by ``--test-seeds``."""
     who = f" ({method})" if method else ""
     needed = seeds_needed(settings)
     if n_seeds < needed:
-        raise ValueError(f"table {table!r} has {n_seeds} seeds, fewer than k_max={needed} replicates{who}")
+        held = (f" to search with ({held_out} more held out by --test-seeds {held_out}; lower it or use 0)"
+                if held_out else "")
+        raise ValueError(f"table {table!r} has {n_seeds} seeds{held}, fewer than k_max={needed} replicates{who}")
     if n_configs <= settings.n_initial:
         raise ValueError(f"table {table!r} has {n_configs} configuration(s); a replay needs more than "
                          f"n_initial={settings.n_initial} (the initial design) to have any left to search{who}")

@@ -27,8 +27,10 @@ BLOCK = ["table", "repeat"]
 """A ranking block: methods are compared within one (table, repetition)."""
 
 REGRET_COLUMNS = ("regret", "normalised_regret", "recommended_regret", "normalised_recommended_regret",
-                  "cumulative_regret", "cumulative_regret_with_initial", "compute")
-"""The per-evaluation columns of ``runs`` that the metrics aggregate."""
+                  "cumulative_regret", "cumulative_regret_with_initial", "compute",
+                  "recommended_row", "recommended_seeds", "seed_runs", "heldout_mv_regret",
+                  "normalised_heldout_mv_regret", "heldout_mean_regret", "normalised_heldout_mean_regret")
+"""The per-evaluation columns of ``runs`` that the metrics aggregate (the held-out ones with ``--test-seeds``)."""
 
 
 def iqm(values: Sequence[float] | np.ndarray, axis: int | None = None) -> float | np.ndarray:
@@ -326,7 +328,7 @@ def ranks_over_time(runs: pd.DataFrame, column: str = "regret",
         "mean_rank": mean.ravel(), "se_rank": se.ravel()})
 
 
-def _paired_p_value(x: np.ndarray, y: np.ndarray) -> float:
+def paired_p_value(x: np.ndarray, y: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value; 1.0 when every difference is zero, NaN without pairs."""
     ok = ~(np.isnan(x) | np.isnan(y))
     d = x[ok] - y[ok]
@@ -371,7 +373,7 @@ def wilcoxon_vs(runs: pd.DataFrame, reference: str, column: str = "regret", alph
         both = finals[list(dict.fromkeys([method, reference]))].dropna()
         ref, other = both[reference].to_numpy(), both[method].to_numpy()
         untestable = method == reference or len(both) < minimum
-        rows.append({"n_pairs": len(both), "p_value": float("nan") if untestable else _paired_p_value(other, ref),
+        rows.append({"n_pairs": len(both), "p_value": float("nan") if untestable else paired_p_value(other, ref),
                      "wins": int(np.sum(ref < other)), "ties": int(np.sum(ref == other)),
                      "losses": int(np.sum(ref > other)), "favours": _favoured(ref, other, reference, method)})
     return pd.concat([ranks, pd.DataFrame(rows, index=ranks.index)], axis=1)

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from tune_risk.offline.knobs import engine_overrides
-from tune_risk.offline.methods import check_replayable, method_settings, parse_methods
+from tune_risk.offline.methods import (
+    PeerMethod,
+    check_replayable,
+    method_settings,
+    parse_methods,
+    peer_method,
+)
 from tune_risk.offline.paths import check_table_path
 from tune_risk.settings import EngineSettings
 
@@ -56,24 +62,65 @@ class ReplayPlan:
     """A validated replay call: methods, their settings, engine overrides and the tables."""
 
     methods: list[str]
-    settings: dict[str, EngineSettings]
+    settings: dict[str, EngineSettings]  # the own methods'
     overrides: dict[str, Any]
     tables: list[TableInput] = field(default_factory=list)
+    peers: dict[str, PeerMethod] = field(default_factory=dict)
+    searchers: dict[str, str] = field(default_factory=dict)  # --searcher NAME -> module:callable
 
 
 def plan_replay(args: argparse.Namespace) -> ReplayPlan:
     """Validate a parsed ``replay`` call; ``ValueError`` (one line, naming the flag, file or method) if bad."""
-    methods = parse_methods(args.methods)
+    from tune_risk.offline.peers import parse_searcher_flags
+
+    searchers = parse_searcher_flags(getattr(args, "searcher", []))
+    methods = parse_methods(args.methods, tuple(searchers))
     overrides = engine_overrides(args)
-    settings = {method: _settings(method, args, overrides) for method in methods}
+    peers = {m: p for m in methods if (p := peer_method(m, tuple(searchers))) is not None}
+    settings = {method: _settings(method, args, overrides) for method in methods if method not in peers}
     _check_seed_key(args.seed_key)
-    plan = ReplayPlan(methods, settings, overrides)
+    test_seeds = getattr(args, "test_seeds", 0)
+    if peers:
+        _check_peers(args, peers, searchers)
+    plan = ReplayPlan(methods, settings, overrides, peers=peers, searchers=searchers)
     plan.tables = read_tables(args.table, args.missing)
     for table in plan.tables:
+        n_search = _search_seeds(table, test_seeds)
         for method, method_setting in settings.items():
-            check_replayable(str(table.path), table.n_configs, table.n_seeds, method_setting, method)
+            check_replayable(str(table.path), table.n_configs, n_search, method_setting, method, test_seeds)
+        for peer in peers.values():
+            if peer.repeat > n_search:
+                raise ValueError(f"{peer.name}: Repeater({peer.repeat}) needs {peer.repeat} distinct seeds per "
+                                 f"suggestion; table {str(table.path)!r} has {n_search} to search with")
         _check_key_not_a_hyperparameter(args.seed_key, table)
     return plan
+
+
+def _search_seeds(table: TableInput, test_seeds: int) -> int:
+    """Seeds the methods may read once ``--test-seeds`` are held out; ``ValueError`` when too few remain."""
+    if table.n_seeds - test_seeds < 2:
+        raise ValueError(f"--test-seeds {test_seeds}: table {str(table.path)!r} has {table.n_seeds} seeds, so at most "
+                         f"{max(0, table.n_seeds - 2)} can be held out (2 must remain to search with)")
+    return table.n_seeds - test_seeds
+
+
+def _check_peers(args: argparse.Namespace, peers: dict[str, PeerMethod], searchers: dict[str, str]) -> None:
+    """Peers replay in-process, one seed-run at a time; their libraries and factories must work now."""
+    from tune_risk.offline.peers import call_factory, check_peer_available, load_factory
+
+    names = ", ".join(peers)
+    if args.via != "direct":
+        raise ValueError(f"--via {args.via}: peers ({names}) are replayed through the Searcher API in-process; "
+                         "--via tune replays the engine's own methods through Ray Tune; drop one of the two")
+    if args.workers != 1:
+        raise ValueError(f"--workers {args.workers}: peers ({names}) replay one seed-run at a time, as a "
+                         "sequential Tune run would; use --workers 1 (the default) with peers")
+    for peer in peers.values():
+        if peer.family in searchers:
+            target = searchers[peer.family]
+            call_factory(peer.family, target, load_factory(peer.family, target), seed=0)  # fails now, not later
+        else:
+            check_peer_available(peer, getattr(args, "hebo_python", None))
 
 
 def _settings(method: str, args: argparse.Namespace, overrides: dict[str, Any]) -> EngineSettings:

@@ -119,6 +119,67 @@ def _threshold_sections(runs: pd.DataFrame, order: list[str]) -> str:
             + " / ".join(labels) + f"; {DASH} = not reached.\n\n" + _markdown(["table", *order], rows5))
 
 
+HELDOUT_VIEWS = {"normalised_heldout_mv_regret": "mean-variance (MV = mean − variance, warped)",
+                 "normalised_heldout_mean_regret": "mean alone (risk-neutral view)"}
+
+
+def _heldout_section(runs: pd.DataFrame, order: list[str], n_boot: int, n_test: int) -> str | None:
+    """The headline: the recommended configuration of every method scored on ``n_test`` held-out seeds (§1.15)."""
+    if not n_test or "normalised_heldout_mv_regret" not in runs.columns:
+        return None
+    finals = metrics.final_values(runs)
+    thin = finals.assign(thin=finals["recommended_seeds"] < n_test).groupby("method")["thin"].mean()
+    parts = [f"## Recommended configuration on held-out seeds\n\nEvery method's final recommendation scored on "
+             f"{n_test} seed columns that no method read while searching (its regret against the table's best "
+             "configuration on those seeds, divided by the gap between the best and the median configuration: "
+             "0 = the best, 1 = the median; lower is better). Cells: IQM [95 % bootstrap CI] over repeats "
+             f"(no CI below {MIN_CI_REPEATS} repeats); **bold**: the best method of the row or not separable from it "
+             "(paired two-sided Wilcoxon p ≥ 0.05 over the repeats). Budgets: every `*-rep<k>` peer and "
+             "`tune-risk` spend `--budget` seed-runs in all; the paper's methods (erahbo, rahbo-k<k>, gp-ucb) "
+             "also get their initial design on top, as in the paper (see `seed runs` below)."]
+    for column, view in HELDOUT_VIEWS.items():
+        parts.append(f"### On the {view}\n\n" + _heldout_table(finals, order, column, n_boot))
+    seed_runs = finals.groupby("method")["seed_runs"].mean()
+    rows = [[m, _num(float(seed_runs.get(m, float("nan"))), 4), f"{100 * float(thin.get(m, 0.0)):.0f} %"]
+            for m in order]
+    parts.append("### Spending and evidence\n\n`seed runs`: mean seed-runs per replay, initial design and cancelled "
+                 f"runs included; `thin`: share of runs whose recommendation rests on fewer than {n_test} seeds (the "
+                 "test set's size; the fewer, the more a lucky draw can decide it).\n\n"
+                 + _markdown(["method", "seed runs", "thin"], rows))
+    return "\n\n".join(parts)
+
+
+MIN_CI_REPEATS = 5
+"""Fewest repeats for a bootstrap CI: with fewer, percentile intervals of an IQM are not meaningful."""
+
+
+def _heldout_table(finals: pd.DataFrame, order: list[str], column: str, n_boot: int) -> str:
+    """Per table and pooled: IQM [CI] of ``column`` per method, bold where not separable from the row's best."""
+    rows = []
+    for table in [*sorted(finals["table"].unique()), None]:
+        block = finals if table is None else finals[finals["table"] == table]
+        wide = block.pivot_table(index=["table", "repeat"], columns="method", values=column)
+        present = [m for m in order if m in wide.columns]
+        iqms = {m: float(metrics.iqm(wide[m].dropna().to_numpy())) for m in present}
+        best = min(iqms, key=iqms.get) if iqms else None
+        row = ["**all tables**" if table is None else str(table)]
+        for method in order:
+            if method not in iqms:
+                row.append(DASH)
+                continue
+            values = wide[method].dropna().to_numpy()
+            low, high = (metrics.bootstrap_ci(values, n_boot=n_boot) if len(values) >= MIN_CI_REPEATS
+                         else (math.nan, math.nan))
+            text = _num(iqms[method]) + ("" if math.isnan(low) else f" [{_num(low)}, {_num(high)}]")
+            both = wide[[method, best]].dropna()
+            separable = method != best and len(both) >= metrics.wilcoxon_min_pairs(0.05) and \
+                metrics.paired_p_value(both[method].to_numpy(), both[best].to_numpy()) < 0.05
+            row.append(text if separable or (method != best and len(both) < metrics.wilcoxon_min_pairs(0.05))
+                       else f"**{text}**")
+        rows.append(row)
+    return _markdown(["table", *order], rows)
+
+
 def _final_regret_section(runs: pd.DataFrame, order: list[str], n_boot: int) -> str:
     """Final normalised regret of the best evaluated and (if logged) of the recommended
     configuration, IQM [95 % bootstrap CI] over repeats, per table × method."""
@@ -305,13 +366,15 @@ def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatt
 
 
 def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
-                  title: str = "Offline replay benchmark", grid_points: int = 200, n_boot: int = 2000
-                  ) -> list[Path]:
+                  title: str = "Offline replay benchmark", grid_points: int = 200, n_boot: int = 2000,
+                  test_seeds: int = 0) -> list[Path]:
     """Write ``summary.md`` and the five PNG figures into ``out_dir``; return the written paths.
 
     ``runs`` and ``rounds`` are the replay's frames (``runs.csv`` / ``rounds.csv``).  Curves and rank
     trajectories are drawn on at most ``grid_points`` evaluation counts; thresholds use every count.
     ``n_boot`` sets the bootstrap resamples of every CI (seeded, so the output is deterministic).
+    ``test_seeds``: the held-out seeds of the replay (``--test-seeds``); when > 0 the summary opens with the
+    recommended configurations scored on them.
     """
     if runs.empty:
         raise ValueError("runs is empty: nothing to summarise")
@@ -325,7 +388,8 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     header = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
               f"({', '.join(order)}), {finals.groupby(['table', 'method']).size().max()} repeat(s), "
               f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
-    sections = [header, *filter(None, [_warning_section(runs)]), _rank_section(runs, order), _aggregate_section(runs, n_boot),
+    sections = [header, *filter(None, [_warning_section(runs), _heldout_section(runs, order, n_boot, test_seeds)]),
+                _rank_section(runs, order), _aggregate_section(runs, n_boot),
                 _threshold_sections(runs, order),
                 _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order),
                 _k_section(rounds, order)]
