@@ -55,6 +55,7 @@ def plain(value: Any) -> Any:
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """Build the searcher from the first message, then answer calls until ``close`` or the end of input."""
     target, kwargs = read_message(requests)
+    _quiet_pymoo()
     module, _, name = target.partition(":")
     searcher = getattr(importlib.import_module(module), name)(**kwargs)
     write_message(replies, ("ok", type(searcher).__name__))
@@ -79,6 +80,15 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         except Exception as err:  # noqa: BLE001 - reported to the caller, which raises it
             traceback.print_exc(file=sys.stderr)
             write_message(replies, ("error", f"{type(err).__name__}: {err}"))
+
+
+def _quiet_pymoo() -> None:
+    """HEBO's optimiser pymoo prints a compile-speed notice to stderr on import, once per replay: not news."""
+    try:
+        from pymoo.config import Config
+    except ImportError:
+        return
+    Config.warnings["not_compiled"] = False
 
 
 def main() -> None:

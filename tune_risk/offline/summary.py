@@ -123,7 +123,8 @@ HELDOUT_VIEWS = {"normalised_heldout_mv_regret": "mean-variance (MV = mean − v
                  "normalised_heldout_mean_regret": "mean alone (risk-neutral view)"}
 
 
-def _heldout_section(runs: pd.DataFrame, order: list[str], n_boot: int, n_test: int) -> str | None:
+def _heldout_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str], n_boot: int,
+                     n_test: int) -> str | None:
     """The headline: the recommended configuration of every method scored on ``n_test`` held-out seeds (§1.15)."""
     if not n_test or "normalised_heldout_mv_regret" not in runs.columns:
         return None
@@ -140,12 +141,16 @@ def _heldout_section(runs: pd.DataFrame, order: list[str], n_boot: int, n_test: 
     for column, view in HELDOUT_VIEWS.items():
         parts.append(f"### On the {view}\n\n" + _heldout_table(finals, order, column, n_boot))
     seed_runs = finals.groupby("method")["seed_runs"].mean()
-    rows = [[m, _num(float(seed_runs.get(m, float("nan"))), 4), f"{100 * float(thin.get(m, 0.0)):.0f} %"]
-            for m in order]
+    snap = (rounds.groupby("method")["snap_distance"].mean() if "snap_distance" in rounds.columns
+            else pd.Series(dtype=float))
+    rows = [[m, _num(float(seed_runs.get(m, float("nan"))), 4), f"{100 * float(thin.get(m, 0.0)):.0f} %",
+             _num(float(snap.get(m, float("nan"))), 2)] for m in order]
     parts.append("### Spending and evidence\n\n`seed runs`: mean seed-runs per replay, initial design and cancelled "
                  f"runs included; `thin`: share of runs whose recommendation rests on fewer than {n_test} seeds (the "
-                 "test set's size; the fewer, the more a lucky draw can decide it).\n\n"
-                 + _markdown(["method", "seed runs", "thin"], rows))
+                 "test set's size; the fewer, the more a lucky draw can decide it); `snap`: mean distance (unit cube) "
+                 "from a peer's suggestion to the table row it was replaced by: peers propose anywhere in the space, "
+                 "and the table only has its rows (the engine's methods choose rows, distance 0).\n\n"
+                 + _markdown(["method", "seed runs", "thin", "snap"], rows))
     return "\n\n".join(parts)
 
 
@@ -388,7 +393,7 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     header = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
               f"({', '.join(order)}), {finals.groupby(['table', 'method']).size().max()} repeat(s), "
               f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
-    sections = [header, *filter(None, [_warning_section(runs), _heldout_section(runs, order, n_boot, test_seeds)]),
+    sections = [header, *filter(None, [_warning_section(runs), _heldout_section(runs, rounds, order, n_boot, test_seeds)]),
                 _rank_section(runs, order), _aggregate_section(runs, n_boot),
                 _threshold_sections(runs, order),
                 _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order),

@@ -1,0 +1,141 @@
+"""How tune_risk's recommendation compares with what Ray Tune users run today, on the six shipped tables.
+
+Replays, per budget (300 and 1500 seed-runs), every ``datasets/*.parquet`` table with ``tune-risk replay
+--test-seeds 20 --warp online`` (each method fits its own warp on what it sees, as in live use; peers see raw
+returns) and scores every method's recommended configuration on the 20 held-out seeds:
+
+* ours: ``tune-risk`` (``RiskAwareSearch``'s defaults), ``erahbo`` (the paper's settings), ``rahbo-k2``,
+  ``rahbo-k20``, ``gp-ucb``;
+* peers, each a Ray Tune Searcher in Ray's ``Repeater(k)``: ``random-rep5``, ``tpe-rep1``, ``tpe-rep3``,
+  ``tpe-rep5`` (Optuna TPE), ``optuna-gp-rep3`` (Optuna's GPSampler) and ``hebo-rep3`` (HEBOSearch, in
+  the HEBO venv that ``make bench`` builds); the two slow ones with fewer repeats (``SLOW``).
+
+Units are resumable (``tune-risk replay``'s own store, ``--out/b<budget>/``): rerun the same command to go
+on. When every unit of a budget is done (or with ``--partial``), the study writes ``<results>/b<budget>/``
+(committed): ``finals.csv`` (one row per table, method and repeat: the final row of ``runs.csv``, held-out
+columns included) and ``summary.md`` (from those final rows), and ``headline.md``, the table the README shows.
+
+    python experiments/peers_replay.py [--budgets 300 1500] [--repeats 20] [--tables ...] [--out results/peers]
+        [--results experiments/peers_replay_results] [--only-combine] [--partial]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from tune_risk.cli import main as tune_risk_main
+from tune_risk.offline.metrics import final_values, iqm
+from tune_risk.offline.units import Unit, UnitStore
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = ("tune-risk", "erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
+FAST_PEERS = ("random-rep5", "tpe-rep1", "tpe-rep3", "tpe-rep5")
+SLOW = {"optuna-gp-rep3": {300: 10}, "hebo-rep3": {300: 5}}
+"""Slow peers: budget -> repeats (a GP fit per suggestion; HEBO about 1 s per suggestion). Absent: not run."""
+HEADLINE_METHODS = ("tune-risk", "gp-ucb", "rahbo-k20", "random-rep5", "tpe-rep1", "tpe-rep3", "tpe-rep5",
+                    "optuna-gp-rep3", "hebo-rep3")
+
+
+def plan(budget: int, repeats: int) -> list[tuple[str, int]]:
+    """``(method, repeats)`` runs of one budget, cheapest first, so partial results cover every fast method."""
+    runs = [(m, repeats) for m in (*FAST_PEERS, *OURS)]
+    runs += [(m, min(repeats, by_budget[budget])) for m, by_budget in SLOW.items() if budget in by_budget]
+    return runs
+
+
+def replay_budget(tables: list[Path], budget: int, repeats: int, out: Path) -> None:
+    for method, n in plan(budget, repeats):
+        argv = ["replay", "--methods", method, "--repeats", str(n), "--budget", str(budget), "--test-seeds", "20",
+                "--warp", "online", "--out", str(out)]
+        for table in tables:
+            argv += ["--table", str(table)]
+        print(f"budget {budget}: {method} x {n} repeats", flush=True)
+        if tune_risk_main(argv) != 0:
+            raise SystemExit(f"replay of {method} did not finish; rerun the same command to resume")
+
+
+def finals_of(tables: list[Path], budget: int, repeats: int, out: Path, partial: bool) -> pd.DataFrame:
+    """The final ``runs.csv`` row of every finished unit of the budget's plan."""
+    store, frames, missing = UnitStore(out), [], 0
+    for method, n in plan(budget, repeats):
+        for table in tables:
+            for repeat in range(n):
+                unit = Unit(table.stem, method, repeat)
+                if not store.is_done(unit):
+                    missing += 1
+                    continue
+                frames.append(pd.read_csv(store.path(unit, "runs")).tail(1))
+    if missing and not partial:
+        raise SystemExit(f"budget {budget}: {missing} units are not done; rerun without --only-combine, or --partial")
+    return final_values(pd.concat(frames, ignore_index=True))
+
+
+def headline(finals: pd.DataFrame, budget: int) -> str:
+    """Mean and IQM of the held-out normalised regret per method, over every (table, repeat) pooled."""
+    rows = []
+    for method in [m for m in HEADLINE_METHODS if m in set(finals["method"])]:
+        f = finals[finals["method"] == method]
+        mv, mean = f["normalised_heldout_mv_regret"], f["normalised_heldout_mean_regret"]
+        worst = f.groupby("table")["normalised_heldout_mv_regret"].mean()
+        rows.append(f"| {method} | {f['repeat'].nunique()} | {mv.mean():.3f} | {iqm(mv.to_numpy()):.3f} | "
+                    f"{mean.mean():.3f} | {iqm(mean.to_numpy()):.3f} | {worst.idxmax()} {worst.max():.2f} |")
+    return (f"Budget {budget} seed-runs, six tables, held-out 20 seeds; normalised regret of the recommended "
+            "configuration (0 = best, 1 = median configuration; lower is better).\n\n"
+            "| method | repeats | MV mean | MV IQM | mean-view mean | mean-view IQM | worst table (MV mean) |\n"
+            "|---|---:|---:|---:|---:|---:|---|\n" + "\n".join(rows) + "\n")
+
+
+def per_table(finals: pd.DataFrame) -> str:
+    """Mean held-out MV regret per table and method (the view the headline pools)."""
+    wide = finals.pivot_table(index="table", columns="method", values="normalised_heldout_mv_regret", aggfunc="mean")
+    order = [m for m in HEADLINE_METHODS if m in wide.columns]
+    lines = ["| table | " + " | ".join(order) + " |", "|---|" + "---:|" * len(order)]
+    for table, row in wide[order].iterrows():
+        best = row.min()
+        cells = [f"**{v:.3f}**" if v == best else f"{v:.3f}" for v in row]
+        lines.append(f"| {table} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def combine(tables: list[Path], budget: int, repeats: int, out: Path, results: Path, partial: bool) -> None:
+    from tune_risk.offline.summary import write_summary
+
+    finals = finals_of(tables, budget, repeats, out, partial)
+    target = results / f"b{budget}"
+    target.mkdir(parents=True, exist_ok=True)
+    finals.to_csv(target / "finals.csv", index=False, lineterminator="\n")
+    write_summary(finals, pd.DataFrame(), target / "summary_figures", title=f"Peers on the six tables, budget {budget}",
+                  test_seeds=20)
+    (target / "summary_figures" / "summary.md").rename(target / "summary.md")
+    text = headline(finals, budget) + "\nMean held-out MV regret per table (bold: lowest):\n\n" + per_table(finals)
+    (target / "headline.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budgets", type=int, nargs="+", default=[300, 1500])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--tables", nargs="*", default=None, help="table names (default: every datasets/*.parquet)")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "peers")
+    parser.add_argument("--results", type=Path, default=ROOT / "experiments" / "peers_replay_results")
+    parser.add_argument("--only-combine", action="store_true", help="write the results of the units done so far")
+    parser.add_argument("--partial", action="store_true", help="combine even when some units are missing")
+    args = parser.parse_args(argv)
+    tables = sorted((ROOT / "datasets").glob("*.parquet"))
+    if args.tables:
+        tables = [t for t in tables if t.stem in args.tables]
+    for budget in args.budgets:
+        out = args.out / f"b{budget}"
+        if not args.only_combine:
+            replay_budget(tables, budget, args.repeats, out)
+        combine(tables, budget, args.repeats, out, args.results, args.partial)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
