@@ -2,7 +2,7 @@
 
 Covered: the quickstart scripts and the README diff between them; early-stopping schedulers (never an
 intermediate value as an observation, with and without ``ReplicateScheduler(base=...)``); metric/mode
-conflicts; a scheduler bound to another searcher; a non-numeric metric; invalid constructor
+conflicts; a scheduler bound to another searcher; a ``Repeater`` around the searcher; a non-numeric metric; invalid constructor
 arguments; the configuration id in every trial's config, grouped by Tune's own logger callbacks.
 """
 
@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from ray import tune
 from ray.tune.error import TuneError
 from ray.tune.logger import JsonLoggerCallback, TBXLoggerCallback
 from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
+from ray.tune.search import ConcurrencyLimiter, Repeater, SearchGenerator
 
 from tune_risk import ReplicateScheduler, RiskAwareSearch
 from tune_risk.engine.records import RunStatus
@@ -187,6 +189,24 @@ def test_non_numeric_metric_stops_the_run_at_its_first_report_naming_it(ray_sess
     with pytest.raises(TuneError, match=r"reported return='n/a' \(str\), which is not a number"):
         tuner.fit()
     assert searcher.engine.counts()["runs_completed"] == 0
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["fifo", "replicate-scheduler"])
+def test_repeater_around_the_searcher_is_refused_at_the_start(ray_session, tmp_path, wrapped):
+    searcher = RiskAwareSearch(random_state_seed=0)
+    scheduler = ReplicateScheduler(searcher) if wrapped else None
+    with pytest.raises(ValueError, match=r"cannot run inside Repeater\(repeat=2\): every replicate is already one Tune "
+                                         r"trial.*pass RiskAwareSearch itself as search_alg.*k_min/k_max"):
+        fit(Repeater(searcher, repeat=2), tmp_path, scheduler)
+    assert searcher.engine is None  # refused before the first replicate
+
+
+def test_replicate_scheduler_refuses_a_repeater_in_the_search_chain() -> None:
+    """The scheduler's own check, on the search_alg chain Tune hands it (no stack inspection)."""
+    searcher = RiskAwareSearch(random_state_seed=0)
+    controller = SimpleNamespace(search_alg=SearchGenerator(ConcurrencyLimiter(Repeater(searcher, repeat=3), 2)))
+    with pytest.raises(ValueError, match=r"inside Repeater\(repeat=3\)"):
+        ReplicateScheduler(searcher).on_trial_add(controller, trial=None)
 
 
 # ---------------------------------------------------------------------------------------------- arguments

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining, TrialScheduler
 
+from tune_risk.tune.run_context import refuse_repeater
+
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
 
@@ -63,7 +65,7 @@ class ReplicateScheduler(TrialScheduler):
         return self.base.set_search_properties(metric, mode, **spec)
 
     def on_trial_add(self, tune_controller: TuneController, trial: Trial) -> None:
-        self._check_bound(trial)
+        self._check_bound(tune_controller, trial)
         self.base.on_trial_add(tune_controller, trial)
 
     def on_trial_error(self, tune_controller: TuneController, trial: Trial) -> None:
@@ -96,10 +98,12 @@ class ReplicateScheduler(TrialScheduler):
             if trial.status == Trial.PENDING and self.searcher.should_stop(trial.trial_id):
                 tune_controller.stop_trial(trial)
 
-    def _check_bound(self, trial: Trial) -> None:
-        """The first trial of a run must come from our searcher: else it is another ``search_alg``."""
+    def _check_bound(self, tune_controller: TuneController, trial: Trial) -> None:
+        """The first trial of a run must come from our searcher: else it is another ``search_alg``; and no
+        ``Repeater`` may wrap it (``tune_risk.tune.run_context``)."""
         if self._bound:
             return
+        refuse_repeater(tune_controller.search_alg, self.searcher)
         if not self.searcher.has_suggested and not self.searcher.suggested(trial.trial_id):
             raise ValueError(
                 "ReplicateScheduler was built with a RiskAwareSearch that is not this run's search_alg (it "

@@ -47,6 +47,7 @@ from tune_risk.engine.reporting import config_rows
 from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
 from tune_risk.tune.restore import RestorePoints
+from tune_risk.tune.run_context import driving_controller, refuse_repeater
 from tune_risk.tune.space import TuneSpaceCodec, copy_dicts
 
 logger = logging.getLogger(__name__)
@@ -190,6 +191,7 @@ class RiskAwareSearch(Searcher):
         self._trial_to_run: dict[str, int] = {}
         self._run_to_trial: dict[int, str] = {}
         self._restore_points = RestorePoints()  # Tune snapshot marks + restore points (tune_risk.tune.restore)
+        self._run_checked = False  # the driving Tune run was checked (transient: a restored run is checked again)
         if space:
             self._codec = TuneSpaceCodec.from_param_space(self._check_space(space))
 
@@ -262,6 +264,8 @@ class RiskAwareSearch(Searcher):
             raise RuntimeError(
                 UNDEFINED_METRIC_MODE.format(cls=type(self).__name__, metric=self._metric, mode=self._mode)
             )
+        if not self.__dict__.get("_run_checked"):
+            self._check_run()
         engine = self._ensure_engine()
         if self._max_concurrent is not None and len(engine.in_flight_runs()) >= self._max_concurrent:
             return None  # before ask(): asking launches a run
@@ -397,7 +401,7 @@ class RiskAwareSearch(Searcher):
         self.set_state(state)
 
     def get_state(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k != "_engine"}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_engine", "_run_checked")}
         state["_engine_state"] = None if self._engine is None else self._engine.state_dict()
         return state
 
@@ -405,6 +409,7 @@ class RiskAwareSearch(Searcher):
         state = dict(state)
         engine_state = state.pop("_engine_state", None)
         self.__dict__.update(state)
+        self._run_checked = False
         self._engine = None if engine_state is None else Engine.from_state_dict(engine_state)
 
     def __getstate__(self) -> dict:
@@ -414,6 +419,13 @@ class RiskAwareSearch(Searcher):
         self.set_state(state)
 
     # ------------------------------------------------------------------ helpers
+    def _check_run(self) -> None:
+        """At the first suggestion of a run: refuse a ``Repeater`` around this searcher (``run_context``)."""
+        controller = driving_controller(self)
+        if controller is not None:
+            refuse_repeater(controller.search_alg, self)
+        self._run_checked = True
+
     def _ensure_engine(self) -> Engine:
         if self._engine is None:
             self._engine = self._build_engine()
