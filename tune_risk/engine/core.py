@@ -249,6 +249,34 @@ class Engine:
         if record.phase == "initial" and not (self.pool is not None and self._used_pool_rows().all()):
             self._add_initial_config()
 
+    def initial_design_can_complete(self, runs_left: int | None = None) -> bool:
+        """Whether the initial design can still give two configurations with data, what ``ask()`` needs
+        to fit the model, if every replicate in flight and every replicate the budget allows finished.
+
+        ``True`` once the design is complete. ``False`` is final: the runs the initial design may still
+        launch (the budget left, less the intensification reserve, and at most ``runs_left``, a cap from
+        outside such as the trials Tune will still create) cannot complete two configurations, counting
+        those with data, the running ones (fewest missing replicates first) and new Sobol configurations
+        of ``k_init`` replicates each (unused pool rows only); ``ask()`` will then end the run (``DONE``)
+        without a model.
+        """
+        if self.hyperparameters is not None:
+            return True
+        reach = sum(self.has_data(r) for r in self.records)
+        running = [r for r in self.records if r.running and r.phase == "initial"]
+        charged = self.settings.budget_unit == "runs" or self.settings.charge_initial
+        caps = [v for v in (self._budget_left() if charged else None, runs_left) if v is not None]
+        left = min(caps) if caps else None
+        spare_rows = None if self.pool is None else int((~self._used_pool_rows()).sum())
+        if left is None:
+            return reach + len(running) + (2 if spare_rows is None else spare_rows) >= 2
+        for missing in sorted(sum(s.state is SlotState.QUEUED for s in r.slots) for r in running):
+            if missing > left:
+                break
+            reach, left = reach + 1, left - missing
+        new = max(left, 0) // self.settings.replicates_initial
+        return reach + (new if spare_rows is None else min(new, spare_rows)) >= 2
+
     def in_flight_runs(self) -> list[int]:
         """Run ids launched and not yet resolved (results or cancellation acknowledgements due)."""
         active = (RunStatus.IN_FLIGHT, RunStatus.CANCEL_REQUESTED)

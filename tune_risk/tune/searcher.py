@@ -22,8 +22,11 @@ of ending it at every synchronisation point of the search and starting another.
 Censoring: a trial that ends on a result its trainable did not finish with (an early-stopping
 scheduler such as ASHA, or a ``stop`` criterion, stopped it) is *censored*: Tune gives such a last
 result to the searcher only in ``on_trial_complete``, never in ``on_trial_result``, which is how it
-is recognised. Its value is never an observation; it costs one run of the budget, and its
-configuration stops sampling (``Engine.tell_censored``).
+is recognised; a trial Tune removes while PENDING or PAUSED (HyperBand's halving) completes with no
+result at all and is censored too. Its value is never an observation; it costs one run of the budget,
+and its configuration stops sampling (``Engine.tell_censored``). Once censoring leaves the initial
+design unable to complete (``Engine.initial_design_can_complete``), the run fails at the next
+suggestion, naming what stopped the trials (``tune_risk.tune.run_context``) and the remedy.
 """
 
 from __future__ import annotations
@@ -47,7 +50,13 @@ from tune_risk.engine.reporting import config_rows
 from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
 from tune_risk.tune.restore import RestorePoints
-from tune_risk.tune.run_context import driving_controller, refuse_repeater
+from tune_risk.tune.run_context import (
+    UNKNOWN_CAUSE,
+    censoring_cause,
+    driving_controller,
+    is_stop_criterion,
+    refuse_repeater,
+)
 from tune_risk.tune.space import TuneSpaceCodec, copy_dicts
 
 logger = logging.getLogger(__name__)
@@ -179,6 +188,7 @@ class RiskAwareSearch(Searcher):
         self._final_key = final_key
         self._seen_iteration: dict[str, Any] = {}  # trial id -> last training_iteration seen in on_trial_result
         self._censoring_explained = False
+        self._censoring_causes: dict[str, int] = {}  # what stopped censored replicates (run_context) -> count
         self._points_to_evaluate = points_to_evaluate
         self._evaluated_rewards = evaluated_rewards
         self._candidates = candidates
@@ -267,8 +277,11 @@ class RiskAwareSearch(Searcher):
         if not self.__dict__.get("_run_checked"):
             self._check_run()
         engine = self._ensure_engine()
+        self._check_design(engine)
         if self._max_concurrent is not None and len(engine.in_flight_runs()) >= self._max_concurrent:
             return None  # before ask(): asking launches a run
+        if self._holds_last_run(engine):
+            return None
         request = engine.ask()
         if request is DONE:
             return Searcher.FINISHED
@@ -310,7 +323,10 @@ class RiskAwareSearch(Searcher):
             return  # a duplicate notification (e.g. after a restore)
         if not error and self._stopped_early(trial_id, result):
             self._explain_censoring(trial_id, result)
+            cause = censoring_cause(driving_controller(self), trial_id, result)
+            self._censoring_causes[cause] = self._censoring_causes.get(cause, 0) + 1
             self._engine.tell_censored(run_id, cost)
+            self._log_if_design_lost()
             return
         if not error:
             self._check_metric_type(trial_id, result or {})
@@ -409,6 +425,7 @@ class RiskAwareSearch(Searcher):
         state = dict(state)
         engine_state = state.pop("_engine_state", None)
         self.__dict__.update(state)
+        self.__dict__.setdefault("_censoring_causes", {})  # states pickled before it existed
         self._run_checked = False
         self._engine = None if engine_state is None else Engine.from_state_dict(engine_state)
 
@@ -485,12 +502,15 @@ class RiskAwareSearch(Searcher):
         )
 
     def _stopped_early(self, trial_id: str, result: dict | None) -> bool:
-        """Whether the trial's last result never reached ``on_trial_result`` (a scheduler/stopper ended it)."""
-        if not result or _ITERATION not in result:
+        """Whether a scheduler or a stopper ended the trial: its last result never reached ``on_trial_result``,
+        or it completes without any (Tune removed it while PENDING or PAUSED, e.g. HyperBand's halving)."""
+        if result is None:
+            return True
+        if _ITERATION not in result:
             return False
         return self._seen_iteration.get(trial_id) != result[_ITERATION]
 
-    def _explain_censoring(self, trial_id: str, result: dict) -> None:
+    def _explain_censoring(self, trial_id: str, result: dict | None) -> None:
         log = logger.info if self._censoring_explained else logger.warning
         self._censoring_explained = True
         log(
@@ -498,7 +518,76 @@ class RiskAwareSearch(Searcher):
             "criterion): its last %s is an intermediate value and is not used; the configuration stops sampling. "
             "RiskAwareSearch observes only final results: let the trainable return, and use "
             "ReplicateScheduler(searcher, base=...) to combine early stopping with replicate cancellation.",
-            trial_id, _ITERATION, result.get(_ITERATION), self._metric,
+            trial_id, _ITERATION, (result or {}).get(_ITERATION, self._seen_iteration.get(trial_id, 0)), self._metric,
+        )
+
+    def _check_design(self, engine: Engine) -> None:
+        """Fail once censoring has made the initial design impossible (``Engine.initial_design_can_complete``):
+        the run could only end without a model. Partial censoring, with a design that can complete, goes on."""
+        if not self._censoring_causes or engine.hyperparameters is not None:
+            return
+        tune_left, engine_left = self._launches_left(engine)
+        if not engine.initial_design_can_complete(tune_left):
+            raise RuntimeError(self._design_lost_message(engine))
+
+    def _holds_last_run(self, engine: Engine) -> bool:
+        """Whether to wait before launching the last run: while the initial design, censored and still short
+        of two configurations with data, has runs in flight. Tune asks nothing more once its last trial
+        exists, so a design lost with that run's fate open would otherwise go unreported."""
+        if not self._censoring_causes or engine.hyperparameters is not None or not engine.in_flight_runs():
+            return False
+        left = [v for v in self._launches_left(engine) if v is not None]
+        return bool(left) and min(left) == 1 and sum(engine.has_data(r) for r in engine.records) < 2
+
+    def _log_if_design_lost(self) -> None:
+        """The error, logged, when the run's last trial is what lost the design: no suggestion is left to raise it."""
+        engine = self._engine
+        tune_left, engine_left = self._launches_left(engine)
+        last = tune_left if tune_left is not None else engine_left
+        if last == 0 and not engine.in_flight_runs() and not engine.initial_design_can_complete(tune_left):
+            logger.error("%s", self._design_lost_message(engine))
+
+    def _launches_left(self, engine: Engine) -> tuple[int | None, int | None]:
+        """``(Tune's trials left, the engine's run budget left)``, ``None`` where unknown or unbounded: Tune
+        creates ``num_samples`` trials whatever the engine's budget (``budget_unit="samples"``, or a space
+        given here and no ``budget``), and asks nothing once it has created them."""
+        controller = driving_controller(self)
+        total = None if controller is None else getattr(controller.search_alg, "total_samples", None)
+        tune_left = None if total is None else int(total) - len(controller.get_trials())
+        settings = engine.settings
+        runs = settings.budget_unit == "runs" and settings.budget is not None
+        return tune_left, settings.budget - len(engine.runs) if runs else None
+
+    def _design_lost_message(self, engine: Engine) -> str:
+        counts, settings = engine.counts(), engine.settings
+        causes = sorted(self._censoring_causes, key=lambda c: -self._censoring_causes[c])
+        by = ", ".join(f"{cause} ({self._censoring_causes[cause]})" for cause in causes)
+        stop = [c for c in causes if is_stop_criterion(c)]
+        schedulers = [c for c in causes if not is_stop_criterion(c) and c != UNKNOWN_CAUSE]
+        remedies = []
+        if schedulers:
+            remedies.append(
+                f"wrap the scheduler so that it never stops an initial-design replicate, ReplicateScheduler(searcher, "
+                f"base={schedulers[0]}(...)), and give it a max_t above the trainable's last report (a trial stopped at "
+                "max_t was stopped, not finished)")
+        if stop:
+            remedies.append(
+                "drop RunConfig(stop=...), or raise it above the trainable's last report: RiskAwareSearch observes "
+                "only a replicate's final report, so let the trainable end where a run should end")
+        if not remedies:
+            remedies.append(
+                "let every trial run until its trainable returns: combine early stopping with replicates through "
+                "ReplicateScheduler(searcher, base=...) with a max_t above the trainable's last report, and give no "
+                "RunConfig(stop=...)")
+        known = [v for v in self._launches_left(engine) if v is not None]
+        left = f" ({max(min(known), 0)} runs)" if known else ""
+        return (
+            f"RiskAwareSearch: the initial design cannot complete, so the run would end without a model: of "
+            f"{counts['runs_launched']} replicate runs, {counts['runs_censored']} were stopped before their trainable "
+            f"returned (censored, never an observation) by {by}, {counts['runs_cancelled']:.0f} were cancelled with "
+            f"their configuration, {counts['runs_completed']} finished and {counts['runs_failed']} failed; the rest of "
+            f"the budget{left} cannot give two initial configurations k_init={settings.replicates_initial} final "
+            f"results each. Remedy: {'; '.join(remedies)}"
         )
 
     def _observation(self, result: dict | None) -> float | None:
