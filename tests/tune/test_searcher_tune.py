@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import signal
@@ -9,6 +10,7 @@ import signal
 import numpy as np
 import pytest
 from ray import tune
+from ray.tune.logger import JsonLoggerCallback
 from ray.tune.search import ConcurrencyLimiter
 
 from tests.tune.trainables import make_noisy_trainable
@@ -74,6 +76,32 @@ def test_certified_configs_have_pending_dropped_and_running_stopped(ray_session,
             assert run.status is RunStatus.USED
             config = {**searcher._config_of(record.config_id), "seed": engine.replicate_seed(record.config_id, run.seed_index)}
             assert slot.value == pytest.approx(expected_return(config), abs=1e-12)
+
+
+def test_replicates_dropped_before_they_started_report_no_error(ray_session, tmp_path, capfd, caplog):
+    """A replicate cancelled while PENDING never ran: Tune used to print "Trial ... completed. Last result: "
+    for it and ResultGrid to log FileNotFoundError('Could not fetch metrics ...'), which reads as lost data."""
+    searcher = RiskAwareSearch(random_state_seed=3, k_max=6, n_initial=3, launch_policy="all")
+    tuner = tune.Tuner(
+        make_noisy_trainable(iterations=3, sleep=0.05), param_space=SPACE,
+        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=ReplicateScheduler(searcher), metric="return",
+                                    mode="max", num_samples=30, max_concurrent_trials=4, reuse_actors=True),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0, name="exp",
+                                  callbacks=[JsonLoggerCallback()]),  # result.json of the trials that ran
+    )
+    with caplog.at_level(logging.WARNING):
+        results = tuner.fit()
+    out, err = capfd.readouterr()
+    for text in (out, err, caplog.text):
+        assert "Could not fetch metrics" not in text and "Failed to fetch metrics" not in text
+        assert "Last result:" not in text
+    assert results.errors == []
+    status = {t: searcher.engine.runs[r].status for t, r in searcher._trial_to_run.items()}
+    dropped = [r for r in results if "training_iteration" not in r.metrics and status[r.metrics["trial_id"]] is
+               RunStatus.CANCELLED]
+    assert dropped, "no replicate was dropped while PENDING: the run does not test what it should"
+    assert all(r.metrics["replicate"] == "cancelled before it started" and r.metrics_dataframe.empty for r in dropped)
+    assert searcher.results().cancelled.sum() >= len(dropped)
 
 
 class LiveRecordingSearch(RiskAwareSearch):

@@ -4,7 +4,10 @@ A Ray Tune ``Searcher`` cannot stop trials, so this companion ``TrialScheduler``
 (which owns all state, because Tune does not checkpoint schedulers) and
 
 * returns ``STOP`` for a RUNNING cancelled replicate at its next reported result;
-* drops PENDING cancelled replicates (``tune_controller.stop_trial``) before they start.
+* drops PENDING cancelled replicates (``tune_controller.stop_trial``) before they start. Such a trial
+  never reports: its last result says so (``CANCELLED_RESULT``) and its folder gets an empty
+  ``result.json``, Tune's record of a trial without results, so that neither Tune's console ("Trial ...
+  completed. Last result: ") nor ``ResultGrid`` ("Could not fetch metrics ...") reports it as lost data.
 
 Every other decision is the ``base`` scheduler's (FIFO by default). An early-stopping base
 (``ASHAScheduler``, ``HyperBandScheduler``, ``MedianStoppingRule``) keeps working: when it stops a
@@ -16,9 +19,12 @@ trial's configuration (PBT, PB2) cannot be combined with seed replicates and are
 
 from __future__ import annotations
 
+import logging
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ray.tune.experiment import Trial
+from ray.tune.result import EXPR_RESULT_FILE
 from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining, TrialScheduler
 
 from tune_risk.tune.run_context import refuse_repeater
@@ -27,6 +33,12 @@ if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
 
     from tune_risk.tune.searcher import RiskAwareSearch
+
+
+logger = logging.getLogger(__name__)
+
+CANCELLED_RESULT = {"replicate": "cancelled before it started", "done": True}
+"""The last result of a replicate dropped while PENDING (``ResultGrid``'s ``metrics`` for its trial)."""
 
 
 class ReplicateScheduler(TrialScheduler):
@@ -96,6 +108,7 @@ class ReplicateScheduler(TrialScheduler):
     def _drop_cancelled_pending(self, tune_controller: TuneController) -> None:
         for trial in list(tune_controller.get_trials()):
             if trial.status == Trial.PENDING and self.searcher.should_stop(trial.trial_id):
+                _record_never_started(trial)
                 tune_controller.stop_trial(trial)
 
     def _check_bound(self, tune_controller: TuneController, trial: Trial) -> None:
@@ -134,3 +147,22 @@ def _check_base(base: Any) -> None:
         )
     if not isinstance(base, TrialScheduler):
         raise TypeError(f"ReplicateScheduler(base=...) needs a Tune TrialScheduler, got {type(base).__name__}")
+
+
+def _record_never_started(trial: Trial) -> None:
+    """Give a trial dropped before it started the records of a trial that reported nothing.
+
+    Tune prints ``Trial ... completed. Last result: `` at every verbosity for a trial whose last result is
+    empty, and ``ResultGrid`` logs ``FileNotFoundError`` for a trial folder without ``result.json``: both
+    read as lost data for a replicate that was cancelled on purpose.
+    """
+    trial.update_last_result(dict(CANCELLED_RESULT))
+    trial.init_local_path()  # names the trial's folder if Tune had not staged the trial yet
+    storage = trial.storage
+    folder = storage.trial_fs_path
+    try:
+        storage.storage_filesystem.create_dir(folder, recursive=True)
+        with storage.storage_filesystem.open_output_stream(str(PurePosixPath(folder) / EXPR_RESULT_FILE)):
+            pass  # empty: no result was ever reported
+    except OSError as error:  # only Tune's end-of-run summary misses it: never fail the run for it
+        logger.warning("could not write %s for the cancelled trial %s: %s", EXPR_RESULT_FILE, trial, error)
