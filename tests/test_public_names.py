@@ -14,12 +14,13 @@ def test_every_public_name_resolves_to_its_module():
     from tune_risk.engine.records import DONE, WAIT
     from tune_risk.settings import EngineSettings
     from tune_risk.tune.restore import restore_tuner
+    from tune_risk.tune.results import load_results
     from tune_risk.tune.scheduler import ReplicateScheduler
     from tune_risk.tune.searcher import RiskAwareSearch
 
     expected = {"DONE": DONE, "WAIT": WAIT, "Engine": Engine, "EngineSettings": EngineSettings,
                 "RiskAwareSearch": RiskAwareSearch, "ReplicateScheduler": ReplicateScheduler,
-                "restore_tuner": restore_tuner}
+                "restore_tuner": restore_tuner, "load_results": load_results}
     assert set(tune_risk.__all__) == {*expected, "__version__"}
     assert all(getattr(tune_risk, name) is value for name, value in expected.items())
     engine_package = importlib.import_module("tune_risk.engine")

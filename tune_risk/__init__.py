@@ -22,13 +22,14 @@ _moved.install()  # the flat layout's module paths, for checkpoints written befo
 
 __version__ = "0.1.0"
 __all__ = ["DONE", "WAIT", "Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__",
-           "restore_tuner"]
+           "load_results", "restore_tuner"]
 
 if TYPE_CHECKING:
     from tune_risk.engine.core import Engine
     from tune_risk.engine.records import DONE, WAIT
     from tune_risk.settings import EngineSettings
     from tune_risk.tune.restore import restore_tuner
+    from tune_risk.tune.results import load_results
     from tune_risk.tune.scheduler import ReplicateScheduler
     from tune_risk.tune.searcher import RiskAwareSearch
 
@@ -40,6 +41,7 @@ _LAZY = {
     "RiskAwareSearch": "tune_risk.tune.searcher",
     "ReplicateScheduler": "tune_risk.tune.scheduler",
     "restore_tuner": "tune_risk.tune.restore",
+    "load_results": "tune_risk.tune.results",
 }
 
 

@@ -31,7 +31,10 @@ import os
 import random
 
 import pytest
-from reliability_support import check_chain, kill_chain, write_table
+from reliability_support import NAME, check_chain, kill_chain, reference_engine, write_table
+
+from tune_risk import load_results
+from tune_risk.offline.replay import ROW_KEY
 
 SOAK = os.environ.get("RELIABILITY_SOAK") == "1"
 soak = pytest.mark.skipif(not SOAK, reason="soak test: make soak (RELIABILITY_SOAK=1)")
@@ -56,6 +59,11 @@ def test_sigkill_inside_and_outside_a_snapshot_copy_then_restore_keeps_every_rep
     assert figures["lost"] == 0 and figures["completed_before_kills"] >= 5
     assert chain.repairs[0]["repaired"] and chain.repairs[0]["source"].startswith("tune_risk-restore-")
     assert not chain.repairs[1]["repaired"]
+    # What the user takes home after kills and restores: the uninterrupted run's recommendation.
+    recommended = reference_engine(table, chain.workers, chain.budget).recommend()
+    results = load_results(chain.workdir / "storage" / NAME)
+    assert results.best_config[ROW_KEY] == recommended.pool_index
+    assert results.recommendation["evidence"]["k"] == recommended.n_incorporated
     report("kill chain (fast)", chain, figures)
 
 

@@ -50,6 +50,7 @@ from tune_risk.engine.reporting import config_rows
 from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, EngineSettings
 from tune_risk.tune.restore import RestorePoints
+from tune_risk.tune.results import write_results
 from tune_risk.tune.run_context import (
     UNKNOWN_CAUSE,
     censoring_cause,
@@ -394,10 +395,12 @@ class RiskAwareSearch(Searcher):
     # ------------------------------------------------------------------ persistence (Ray style)
     def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
         """Tune's snapshot of the searcher, marked with its trial list's digest; first writes the previous
-        snapshot as a restore point (``tune_risk.tune.restore``: ``restore_tuner`` repairs a torn snapshot)."""
+        snapshot as a restore point (``tune_risk.tune.restore``: ``restore_tuner`` repairs a torn snapshot);
+        then the per-configuration table and the recommendation for ``tune_risk.load_results``."""
         self.__dict__.setdefault("_restore_points", RestorePoints())  # states pickled before restore points
         self._restore_points.before_searcher_save(checkpoint_dir, session_str)
         super().save_to_dir(checkpoint_dir, session_str)
+        write_results(self, checkpoint_dir)  # tune_risk/results.csv + recommendation.json (load_results)
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as file:
