@@ -61,6 +61,7 @@ LAYERS: dict[str, set[str]] = {
     "offline": {"tune", "engine", "risk", "gp", "settings", "space", "schedules"},  # table replays
     "benchmarks": {"engine", "risk", "gp", "lengthscale", "oscbo", "_compat"},  # objectives, the OSCBO loop
     "cli": {"tune_risk"},  # --version; the subcommands' modules are found by name when it runs
+    "__main__": {"cli"},  # python -m tune_risk: the tune-risk command
     "tune_risk": {"engine", "tune", "settings", "_moved"},  # the public face (lazy)
     "rl_tasks": set(),  # JAX training; imports nothing of tune_risk
 }
