@@ -170,17 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def missing_dependency_hint(error: ModuleNotFoundError) -> str | None:
-    """What to install for a module a command could not import; ``None`` for a module of this project (a bug).
+    """The extra to install for a module a command could not import; ``None`` if no extra provides it (a
+    broken installation or a bug: the traceback is then the useful report).
 
     The extra is read from the distribution's metadata: the one that requires a distribution of the
     module's name (``jax`` -> ``rl``).
     """
     module = (error.name or "").split(".")[0]
-    if not module or module in ("tune_risk", "rl_tasks"):
-        return None
-    extra = _extra_requiring(module)
+    extra = _extra_requiring(module) if module else None
     if extra is None:
-        return f"this command needs {module!r}, which is not installed: pip install {module}"
+        return None
     return (f"this command needs the {extra!r} extra ({module!r} is not installed): "
             f"pip install '{DISTRIBUTION}[{extra}]' (from a checkout: pip install -e '.[{extra}]')")
 

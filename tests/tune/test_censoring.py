@@ -8,6 +8,7 @@ censoring goes on as before (``test_misuse.py``'s ASHA runs).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -95,6 +96,29 @@ def test_the_budgets_last_run_waits_for_the_runs_in_flight_so_that_a_lost_design
     finish("t4")
     with pytest.raises(RuntimeError, match="the initial design cannot complete"):
         searcher.suggest("t7")
+
+
+def test_a_design_lost_by_the_budgets_last_run_is_logged_as_an_error(caplog):
+    """Nothing is asked after the last run, so nothing can raise: the error is logged where it becomes certain."""
+    searcher = searcher_for(budget=8, intensify=0)
+    censored = censor(searcher)
+
+    def complete(trial_id: str) -> None:
+        searcher.on_trial_result(trial_id, {"return": 0.3, "training_iteration": 1})
+        searcher.on_trial_complete(trial_id, {"return": 0.3, "training_iteration": 1})
+
+    for i in range(4):
+        searcher.suggest(f"t{i}")
+    complete("t0"), complete("t1")  # configuration 0 has its data
+    censored("t2"), searcher.on_trial_complete("t3", None)
+    searcher.suggest("t4"), searcher.suggest("t5")
+    censored("t4"), searcher.on_trial_complete("t5", None)
+    assert isinstance(searcher.suggest("t6"), dict) and searcher.suggest("t7") is None  # the last run waits
+    complete("t6")
+    assert isinstance(searcher.suggest("t7"), dict)  # t7 can still complete the design: it is launched
+    with caplog.at_level(logging.ERROR, logger="tune_risk.tune.searcher"):
+        censored("t7")
+    assert "the initial design cannot complete" in caplog.text and "3 finished" in caplog.text
 
 
 def test_partial_censoring_goes_on():

@@ -529,7 +529,7 @@ class RiskAwareSearch(Searcher):
         the run could only end without a model. Partial censoring, with a design that can complete, goes on."""
         if not self._censoring_causes or engine.hyperparameters is not None:
             return
-        tune_left, engine_left = self._launches_left(engine)
+        tune_left, _ = self._launches_left(engine)  # the engine applies its own budget
         if not engine.initial_design_can_complete(tune_left):
             raise RuntimeError(self._design_lost_message(engine))
 
@@ -547,7 +547,7 @@ class RiskAwareSearch(Searcher):
         engine = self._engine
         tune_left, engine_left = self._launches_left(engine)
         last = tune_left if tune_left is not None else engine_left
-        if last == 0 and not engine.in_flight_runs() and not engine.initial_design_can_complete(tune_left):
+        if last == 0 and not engine.initial_design_can_complete(tune_left):  # final, whatever is still in flight
             logger.error("%s", self._design_lost_message(engine))
 
     def _launches_left(self, engine: Engine) -> tuple[int | None, int | None]:
