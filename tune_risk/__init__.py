@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tune_risk.engine.records import DONE, WAIT
     from tune_risk.settings import EngineSettings
     from tune_risk.tune.restore import restore_tuner
-    from tune_risk.tune.results import load_results
+    from tune_risk.tune.load import load_results
     from tune_risk.tune.scheduler import ReplicateScheduler
     from tune_risk.tune.searcher import RiskAwareSearch
 
@@ -41,7 +41,7 @@ _LAZY = {
     "RiskAwareSearch": "tune_risk.tune.searcher",
     "ReplicateScheduler": "tune_risk.tune.scheduler",
     "restore_tuner": "tune_risk.tune.restore",
-    "load_results": "tune_risk.tune.results",
+    "load_results": "tune_risk.tune.load",
 }
 
 

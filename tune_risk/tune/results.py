@@ -9,9 +9,8 @@ and once more at its end), the searcher also writes, beside Tune's own files::
     <experiment>/tune_risk/results.csv          one row per configuration (RiskAwareSearch.results())
     <experiment>/tune_risk/recommendation.json  the recommended configuration and its evidence
 
-``load_results(path)`` reads them from a finished, interrupted or restored experiment, without Ray
-running and without touching the searcher's private state; an experiment written before these files
-existed is read from Tune's searcher snapshot instead.
+``tune_risk.load_results(path)`` (:mod:`tune_risk.tune.load`) reads them from a finished, interrupted or
+restored experiment, without Ray running and without touching the searcher's private state.
 """
 
 from __future__ import annotations
@@ -21,12 +20,9 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pandas as pd
-
-if TYPE_CHECKING:
-    from tune_risk.tune.searcher import RiskAwareSearch
 
 FOLDER = "tune_risk"
 RESULTS = "results.csv"
@@ -34,6 +30,17 @@ RECOMMENDATION = "recommendation.json"
 EVIDENCE = ("k", "metric_mean", "metric_std", "warped_mean", "warped_variance", "warped_mv", "warped_lcb_mv",
             "warped_ucb_mv", "stop_reason", "phase")
 """Columns of ``results()`` copied into ``recommendation.json`` as the recommendation's evidence."""
+
+
+class Recommending(Protocol):
+    """What :func:`write_results` reads of a searcher (``RiskAwareSearch`` has it)."""
+
+    engine: Any
+    best_config: dict[str, Any] | None
+    metric: str | None
+    mode: str | None
+
+    def results(self) -> pd.DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class TuneRiskResults:
     "rule": ..., "evidence": {...}}`` or ``None`` before the initial design finished.
 
     Example:
+        >>> from tune_risk import load_results
         >>> results = load_results("~/ray_results/my_experiment")  # doctest: +SKIP
         >>> results.best_config  # the configuration to deploy  # doctest: +SKIP
         {'lr': 0.0031, 'gamma': 0.99, ...}
@@ -61,7 +69,7 @@ class TuneRiskResults:
         return None if self.recommendation is None else dict(self.recommendation["config"])
 
 
-def recommendation_of(searcher: RiskAwareSearch) -> dict[str, Any] | None:
+def recommendation_of(searcher: Recommending) -> dict[str, Any] | None:
     """The searcher's recommendation with its evidence (seeds, mean, std, MV, bounds), JSON-ready."""
     engine = searcher.engine
     record = None if engine is None else engine.recommend()
@@ -75,7 +83,7 @@ def recommendation_of(searcher: RiskAwareSearch) -> dict[str, Any] | None:
             "metric": searcher.metric, "mode": searcher.mode, "evidence": evidence}
 
 
-def write_results(searcher: RiskAwareSearch, experiment_dir: str | os.PathLike) -> Path:
+def write_results(searcher: Recommending, experiment_dir: str | os.PathLike) -> Path:
     """Write ``tune_risk/results.csv`` and ``tune_risk/recommendation.json`` under ``experiment_dir``.
 
     Each file is written to a temporary name and renamed, so a reader (or a kill) never sees half a file.
@@ -86,40 +94,6 @@ def write_results(searcher: RiskAwareSearch, experiment_dir: str | os.PathLike) 
     recommendation = recommendation_of(searcher)
     _write_atomic(folder / RECOMMENDATION, json.dumps(recommendation, indent=1, sort_keys=True, default=_plain) + "\n")
     return folder
-
-
-def load_results(path: str | os.PathLike) -> TuneRiskResults:
-    """The results of the ``RiskAwareSearch`` experiment at ``path`` (the folder ``tune.Tuner`` wrote:
-    ``<storage_path>/<name>``); ``FileNotFoundError`` naming the path and what is missing.
-
-    Example:
-        >>> from tune_risk import load_results
-        >>> load_results(results.experiment_path).best_config  # doctest: +SKIP
-    """
-    root = Path(path).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"load_results: {root} is not a directory (pass the experiment folder, e.g. "
-                                "ResultGrid.experiment_path)")
-    folder = root / FOLDER
-    if (folder / RECOMMENDATION).exists() and (folder / RESULTS).exists():
-        text = (folder / RESULTS).read_text()
-        frame = pd.read_csv(folder / RESULTS) if text.strip() else pd.DataFrame()
-        return TuneRiskResults(root, frame, json.loads((folder / RECOMMENDATION).read_text()))
-    snapshots = sorted(root.glob("searcher-state-*.pkl"), key=lambda p: p.stat().st_mtime)
-    if not snapshots:
-        raise FileNotFoundError(
-            f"load_results: {root} holds no tune_risk results: neither {FOLDER}/{RECOMMENDATION} nor a searcher "
-            "snapshot (searcher-state-*.pkl); is it the folder of a tune.Tuner run with RiskAwareSearch, and has "
-            "Tune saved its state at least once?")
-    return _from_snapshot(root, snapshots[-1])
-
-
-def _from_snapshot(root: Path, snapshot: Path) -> TuneRiskResults:
-    from tune_risk.tune.searcher import RiskAwareSearch
-
-    searcher = RiskAwareSearch()
-    searcher.restore(str(snapshot))
-    return TuneRiskResults(root, searcher.results(), recommendation_of(searcher))
 
 
 def _plain(value: Any) -> Any:
