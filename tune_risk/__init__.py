@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from tune_risk.engine.core import Engine
     from tune_risk.engine.records import DONE, WAIT
     from tune_risk.settings import EngineSettings
-    from tune_risk.tune.restore import restore_tuner
     from tune_risk.tune.load import load_results
+    from tune_risk.tune.restore import restore_tuner
     from tune_risk.tune.scheduler import ReplicateScheduler
     from tune_risk.tune.searcher import RiskAwareSearch
 

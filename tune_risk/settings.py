@@ -31,6 +31,7 @@ LAUNCH_POLICIES = ("doubling", "window", "all")
 MEAN_NOISE = ("eq19", "plugin", "rahbo_code")
 VAR_NOISE = ("learned", "theory", "k_aware")
 VAR_POSTERIORS = ("gp", "nonnegative")
+RECOMMEND_RULES = ("lcb", "posterior")
 KERNELS = ("rbf", "matern52")
 REFIT = ("once", "every_round")
 STANDARDIZATION = ("frozen", "per_build")
@@ -44,7 +45,7 @@ OSCBO_FORMS = ("prefix", "literal")
 OSCBO_OMEGA = 0.001  # OMD step size of Table S1
 FIELD_CHOICES: dict[str, tuple[str, ...]] = {
     "budget_unit": BUDGET_UNITS, "warp": WARP_MODES, "warp_refit": WARP_REFITS, "mean_noise": MEAN_NOISE,
-    "var_noise": VAR_NOISE, "var_posterior": VAR_POSTERIORS, "kernel": KERNELS, "refit": REFIT, "standardization": STANDARDIZATION,
+    "var_noise": VAR_NOISE, "var_posterior": VAR_POSTERIORS, "recommend": RECOMMEND_RULES, "kernel": KERNELS, "refit": REFIT, "standardization": STANDARDIZATION,
     "beta_convention": BETA_CONVENTIONS, "launch_policy": LAUNCH_POLICIES, "late_results": LATE_RESULTS,
     "lengthscale": LENGTHSCALES, "oscbo_form": OSCBO_FORMS,
 }
@@ -94,6 +95,10 @@ class EngineSettings:
         mean_noise, var_noise: A-4 and A-6 resolutions for the two GPs.
         var_posterior: ``"gp"`` (the paper: G_var's posterior as it is) or ``"nonnegative"`` (its mean
             projected onto [0, inf) wherever it is used: eq. 19's noise, LCB/UCB^MV; A-20).
+        recommend: the rule of ``Engine.recommend()``, the configuration to deploy: ``"lcb"`` (CODE-RAHBO's
+            ``argmax LCB^MV`` over every configuration with data, §1.10) or ``"posterior"`` (the posterior MV
+            ``mu_f - alpha max(mu_var, 0)`` among the configurations with at least ``ceil(k_max / 2)`` seeds, or
+            the most seeds any has; A-21).
         kernel: ``"rbf"`` (BoTorch default with dimension-scaled prior, A-14) or ``"matern52"``.
         refit: hyperparameters fitted ``"once"`` on the initial design, or ``"every_round"`` (A-7).
         standardization: ``"frozen"`` output-standardisation constants (fitted with the
@@ -147,6 +152,7 @@ class EngineSettings:
     mean_noise: str = "eq19"
     var_noise: str = "learned"
     var_posterior: str = "gp"
+    recommend: str = "lcb"
     kernel: str = "rbf"
     refit: str = "once"
     standardization: str = "frozen"

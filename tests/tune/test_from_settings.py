@@ -16,7 +16,7 @@ SPACE = {"x": tune.uniform(0.0, 1.0), "y": tune.loguniform(1e-3, 1.0)}
 NON_DEFAULT = dict(
     alpha=0.5, k_min=3, k_max=9, k_init=4, n_initial=4, beta=3.0, beta_stop=0.5, beta_stop_schedule="exponential",
     schedule_param=20.0, budget=90, budget_unit="runs", charge_initial=True, rho_bar_sq=0.2, warp="none",
-    warp_refit="never", warp_bound=0.75, mean_noise="plugin", var_noise="theory", var_posterior="nonnegative",
+    warp_refit="never", warp_bound=0.75, mean_noise="plugin", var_noise="theory", var_posterior="nonnegative", recommend="posterior",
     kernel="matern52",
     refit="every_round", standardization="per_build", beta_convention="multiplier", launch_policy="window", window=3,
     max_active_configs=2, late_results="append", max_failures_per_config=1, common_random_numbers=True,

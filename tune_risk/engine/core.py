@@ -362,13 +362,25 @@ class Engine:
 
     @engine_threads
     def recommend(self) -> ConfigRecord | None:
-        """``argmax_{c in D} LCB^MV(x_c; kappa_acq)`` (CODE-RAHBO's reporting rule, §1.10)."""
+        """The configuration to deploy, by ``settings.recommend`` (§1.10, A-21).
+
+        ``"lcb"``: ``argmax_{c in D} LCB^MV(x_c; kappa_acq)`` (CODE-RAHBO's reporting rule). ``"posterior"``:
+        ``argmax`` of the posterior MV ``mu_f - alpha max(mu_var, 0)`` over the configurations with at least
+        ``min(ceil(k_max / 2), max_c k_c)`` seeds: a configuration is deployed on the evidence of its own
+        seeds, and the LCB's penalty on the variance GP's uncertainty does not favour configurations that
+        never learn (zero spread). Ties: the first configuration proposed.
+        """
         records = [r for r in self.records if self.has_data(r)]
         model = self.risk_model()
         if not records or model is None:
             return None
-        lcb = model.lcb_mv(self.x_tensor(records), self.settings.kappa_acq)
-        return records[int(torch.argmax(lcb))]
+        X = self.x_tensor(records)
+        if self.settings.recommend == "lcb":
+            return records[int(torch.argmax(model.lcb_mv(X, self.settings.kappa_acq)))]
+        seeds = torch.tensor([r.n_incorporated for r in records])
+        needed = min(math.ceil(self.settings.k_max / 2), int(seeds.max()))
+        score = model.posterior_mv(X).masked_fill(seeds < needed, -math.inf)
+        return records[int(torch.argmax(score))]
 
     @property
     def rho_bar_sq(self) -> float:

@@ -155,6 +155,12 @@ class RiskModel:
         """``LCB^MV(x; kappa)`` (eq. 9, 24)."""
         return self.bounds(X, kappa)[1]
 
+    def posterior_mv(self, X: Tensor) -> Tensor:
+        """The posterior mean of ``MV`` at ``X``: ``mu_f(x) - alpha max(mu_var(x), 0)`` (eq. 5 under both GPs'
+        posterior means; a variance below 0 is no variance, A-21)."""
+        mu_f, _, mu_var, _ = self.predict(X)
+        return mu_f - self.settings.alpha * mu_var.clamp_min(0.0)
+
 
 def mv_bounds(
     mu_f: Tensor, sd_f: Tensor, mu_var: Tensor, sd_var: Tensor, kappa: float, alpha: float
