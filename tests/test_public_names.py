@@ -13,8 +13,8 @@ def test_every_public_name_resolves_to_its_module():
     from tune_risk.engine.core import Engine
     from tune_risk.engine.records import DONE, WAIT
     from tune_risk.settings import EngineSettings
-    from tune_risk.tune.restore import restore_tuner
     from tune_risk.tune.load import load_results
+    from tune_risk.tune.restore import restore_tuner
     from tune_risk.tune.scheduler import ReplicateScheduler
     from tune_risk.tune.searcher import RiskAwareSearch
 

@@ -53,3 +53,12 @@ def test_same_search_whatever_the_rule(engines):
 def test_a_bad_rule_names_the_field_and_its_choices():
     with pytest.raises(ValueError, match="recommend.*'lcb', 'posterior'"):
         EngineSettings(recommend="argmax")
+
+
+def test_the_logged_recommendation_sees_the_intensification_seeds():
+    """Seeds added after the last round (intensification) reach the recommendation that runs.csv reports."""
+    task = ReplayTask.from_table(OfflineTable.load(TABLE), test_seeds=20)
+    for repeat in range(4):  # in repeat 2 the intensification seeds change the pick
+        engine = replay_direct(task, "tune-risk", repeat, 150, warp="online").engine
+        assert engine.intensification_runs > 0
+        assert engine.recommendations[-1][1] == engine.recommend().config_id, repeat

@@ -673,8 +673,9 @@ class Engine:
             record.n_incorporated += 1
             if record.phase == "bo" or self.settings.charge_initial:
                 self.n_used += 1
-            if not record.running:
-                continue  # late_results="append": grows k_t after the round, no stop check
+            if not record.running:  # late_results="append" or intensification: k grows after the round
+                self._note_recommendation()  # the deployed configuration must see these seeds too
+                continue
             if record.phase == "initial":
                 if record.n_incorporated == len(record.slots):
                     self._finish(record, "initial")
