@@ -10,11 +10,13 @@ returns) and scores every method's recommended configuration on the 20 held-out 
   ``tpe-rep5`` (Optuna TPE), ``optuna-gp-rep3`` (Optuna's GPSampler) and ``hebo-rep3`` (HEBOSearch, in
   the HEBO venv that ``make bench`` builds); the two slow ones with fewer repeats (``SLOW``).
 
-Units are resumable (``tune-risk replay``'s own store, ``--out/b<budget>/``): rerun the same command to go
-on. When every unit of a budget is done (or with ``--partial``), the study writes ``<results>/b<budget>/``
-(committed): ``finals.csv`` (one row per table, method and repeat: the final row of ``runs.csv``, held-out
-columns included), ``summary.md`` and ``performance_profile.png`` (from those final rows: the per-evaluation
-curves stay in ``--out``), and ``headline.md``, the tables the README shows.
+Resumable from a fresh checkout: every finished (method, table) adds its final rows to the committed
+``<results>/b<budget>/finals.csv`` (one row per table, method and repeat: the final row of ``runs.csv``,
+held-out columns included), and a rerun of the same command replays only what that file lacks (an interrupted
+(method, table) resumes from ``tune-risk replay``'s own store under ``--out`` when it is still there). When
+every unit of a budget is done (or with ``--partial``), the study writes ``summary.md`` and
+``performance_profile.png`` (from the final rows: the per-evaluation curves stay in ``--out``) and
+``headline.md``, the tables the README shows; ``--only-combine`` rewrites them from the committed finals alone.
 
     python experiments/peers_replay.py [--budgets 300 1500] [--repeats 20] [--tables ...] [--out results/peers]
         [--results experiments/peers_replay_results] [--only-combine] [--partial]
@@ -35,48 +37,71 @@ from tune_risk.offline.metrics import final_values, iqm
 from tune_risk.offline.units import Unit, UnitStore
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("tune-risk", "erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
-FAST_PEERS = ("random-rep5", "tpe-rep3", "tpe-rep5")
 SLOW = {"tpe-rep1": {300: 20, 1500: 5}, "optuna-gp-rep3": {300: 10}, "hebo-rep3": {300: 5}}
 """Slow peers: budget -> repeats. TPE's cost grows with its trials (1500 single-seed trials: minutes per
 replay), Optuna's GPSampler fits a GP per suggestion (~30 s per replay at 300), HEBO ~1 s per suggestion.
 A budget absent from a peer's entry: not run there (the study's page says so)."""
 HEADLINE_METHODS = ("tune-risk", "gp-ucb", "rahbo-k20", "random-rep5", "tpe-rep1", "tpe-rep3", "tpe-rep5",
                     "optuna-gp-rep3", "hebo-rep3")
+ORDER = ("random-rep5", "tune-risk", "tpe-rep5", "gp-ucb", "rahbo-k20", "tpe-rep3", "erahbo", "rahbo-k2")
+"""Replay order: the cheapest peer, then the pairs the recommendation target compares first, so an interrupted
+study's partial results answer the main question."""
 
 
 def plan(budget: int, repeats: int) -> list[tuple[str, int]]:
-    """``(method, repeats)`` runs of one budget, cheapest first, so partial results cover every fast method."""
-    runs = [(m, repeats) for m in (*FAST_PEERS, *OURS)]
+    """``(method, repeats)`` runs of one budget in ``ORDER``, then the slow peers with their own repeats."""
+    runs = [(m, repeats) for m in ORDER]
     runs += [(m, min(repeats, by_budget[budget])) for m, by_budget in SLOW.items() if budget in by_budget]
     return runs
 
 
-def replay_budget(tables: list[Path], budget: int, repeats: int, out: Path) -> None:
-    for method, n in plan(budget, repeats):
-        argv = ["replay", "--methods", method, "--repeats", str(n), "--budget", str(budget), "--test-seeds", "20",
-                "--warp", "online", "--out", str(out)]
-        for table in tables:
-            argv += ["--table", str(table)]
-        print(f"budget {budget}: {method} x {n} repeats", flush=True)
-        if tune_risk_main(argv) != 0:
-            raise SystemExit(f"replay of {method} did not finish; rerun the same command to resume")
+def load_finals(path: Path) -> pd.DataFrame:
+    """The committed final rows of a budget (empty before its first unit): the study's resume record, since the
+    units' own store under ``--out`` does not survive a fresh checkout."""
+    return pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["table", "method", "repeat"])
 
 
-def finals_of(tables: list[Path], budget: int, repeats: int, out: Path, partial: bool) -> pd.DataFrame:
-    """The final ``runs.csv`` row of every finished unit of the budget's plan."""
-    store, frames, missing = UnitStore(out), [], 0
+def done_repeats(finals: pd.DataFrame, table: str, method: str) -> set[int]:
+    block = finals[(finals["table"] == table) & (finals["method"] == method)]
+    return set(block["repeat"].astype(int))
+
+
+def record(finals_path: Path, store: UnitStore, table: str, method: str, repeats: int) -> None:
+    """Add the final rows of ``repeats`` finished units of (table, method) to the committed finals, atomically."""
+    tails = [pd.read_csv(store.path(Unit(table, method, r), "runs")).tail(1) for r in range(repeats)]
+    finals = load_finals(finals_path)
+    keep = finals[~((finals["table"] == table) & (finals["method"] == method))]
+    merged = pd.concat([keep, final_values(pd.concat(tails, ignore_index=True))], ignore_index=True)
+    merged = merged.sort_values(["table", "method", "repeat"], kind="stable")
+    finals_path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = finals_path.with_suffix(".tmp")
+    merged.to_csv(scratch, index=False, lineterminator="\n")
+    scratch.replace(finals_path)
+
+
+def replay_budget(tables: list[Path], budget: int, repeats: int, out: Path, finals_path: Path) -> None:
+    """Replay every (method, table) of the plan whose repeats are not all in the committed finals yet."""
     for method, n in plan(budget, repeats):
         for table in tables:
-            for repeat in range(n):
-                unit = Unit(table.stem, method, repeat)
-                if not store.is_done(unit):
-                    missing += 1
-                    continue
-                frames.append(pd.read_csv(store.path(unit, "runs")).tail(1))
+            if done_repeats(load_finals(finals_path), table.stem, method) >= set(range(n)):
+                continue
+            argv = ["replay", "--methods", method, "--repeats", str(n), "--budget", str(budget), "--test-seeds",
+                    "20", "--warp", "online", "--out", str(out), "--table", str(table)]
+            print(f"budget {budget}: {method} x {n} repeats on {table.stem}", flush=True)
+            if tune_risk_main(argv) != 0:
+                raise SystemExit(f"replay of {method} did not finish; rerun the same command to resume")
+            record(finals_path, UnitStore(out), table.stem, method, n)
+
+
+def finals_of(tables: list[Path], budget: int, repeats: int, finals_path: Path, partial: bool) -> pd.DataFrame:
+    """The committed final rows of the budget's plan (one per table, method and repeat)."""
+    finals = load_finals(finals_path)
+    wanted = {(t.stem, m, r) for m, n in plan(budget, repeats) for t in tables for r in range(n)}
+    keys = list(zip(finals["table"], finals["method"], finals["repeat"].astype(int), strict=True))
+    missing = len(wanted - set(keys))
     if missing and not partial:
         raise SystemExit(f"budget {budget}: {missing} units are not done; rerun without --only-combine, or --partial")
-    return final_values(pd.concat(frames, ignore_index=True))
+    return finals[[key in wanted for key in keys]].reset_index(drop=True)
 
 
 def headline(finals: pd.DataFrame, budget: int) -> str:
@@ -107,39 +132,50 @@ def per_table(finals: pd.DataFrame) -> str:
 
 
 def target_check(finals: pd.DataFrame, ours: str = "tune-risk") -> str:
-    """Per table, ``ours`` against the other method with the lowest mean held-out MV regret: both means and a paired
-    two-sided Wilcoxon test over the repeats both ran (the recommendation issue's target: lower, or p >= 0.05)."""
+    """Per table, ``ours`` against every method with a lower mean held-out MV regret: a paired two-sided Wilcoxon
+    test over the repeats both ran (the recommendation issue's target: lowest, or separable from none of them).
+
+    A rival with too few shared repeats for the test to reach p < 0.05 is listed as untested, not as a tie.
+    """
     from tune_risk.offline.metrics import paired_p_value, wilcoxon_min_pairs
 
-    lines = [f"| table | {ours} | best other | its mean | pairs | p (Wilcoxon) | verdict |", "|---|---:|---|---:|---:|---:|---|"]
+    lines = [f"| table | {ours} | lower means (pairs, p) | verdict |", "|---|---:|---|---|"]
     for table, block in finals.groupby("table"):
         wide = block.pivot_table(index="repeat", columns="method", values="normalised_heldout_mv_regret")
         if ours not in wide.columns:
             continue
-        others = wide.drop(columns=[ours]).mean().sort_values()
-        rival = others.index[0]
-        both = wide[[ours, rival]].dropna()
-        p = paired_p_value(both[ours].to_numpy(), both[rival].to_numpy()) if len(both) >= wilcoxon_min_pairs() else float("nan")
-        ahead = wide[ours].mean() <= others.iloc[0]
-        verdict = "lower" if ahead else ("not separable" if not p < 0.05 else "worse")
-        lines.append(f"| {table} | {wide[ours].mean():.3f} | {rival} | {others.iloc[0]:.3f} | {len(both)} | "
-                     f"{p:.3g} | {verdict} |")
+        mine = wide[ours].mean()
+        rivals = wide.drop(columns=[ours]).mean().sort_values()
+        cells, worse, untested = [], [], []
+        for rival, mean in rivals[rivals < mine].items():
+            both = wide[[ours, rival]].dropna()
+            if len(both) < wilcoxon_min_pairs():
+                untested.append(rival)
+                cells.append(f"{rival} {mean:.3f} ({len(both)}, untested)")
+                continue
+            p = paired_p_value(both[ours].to_numpy(), both[rival].to_numpy())
+            cells.append(f"{rival} {mean:.3f} ({len(both)}, {p:.2g})")
+            if p < 0.05:
+                worse.append(rival)
+        verdict = ("worse than " + ", ".join(worse)) if worse else ("lowest" if not cells else "not separable")
+        if untested and not worse:
+            verdict += " (untested: " + ", ".join(untested) + ")"
+        lines.append(f"| {table} | {mine:.3f} | {'; '.join(cells) or '-'} | {verdict} |")
     return "\n".join(lines) + "\n"
 
 
-def combine(tables: list[Path], budget: int, repeats: int, out: Path, results: Path, partial: bool) -> None:
+def combine(tables: list[Path], budget: int, repeats: int, results: Path, partial: bool) -> None:
     from tune_risk.offline.summary import write_summary
 
-    finals = finals_of(tables, budget, repeats, out, partial)
     target = results / f"b{budget}"
-    target.mkdir(parents=True, exist_ok=True)
-    finals.to_csv(target / "finals.csv", index=False, lineterminator="\n")
+    finals = finals_of(tables, budget, repeats, target / "finals.csv", partial)
     with tempfile.TemporaryDirectory() as scratch:  # curves need every evaluation; the finals give the rest
         write_summary(finals, pd.DataFrame(), scratch, title=f"Peers on the six tables, budget {budget}", test_seeds=20)
         for name in ("summary.md", "performance_profile.png"):
             shutil.copyfile(Path(scratch) / name, target / name)
     text = (headline(finals, budget) + "\nMean held-out MV regret per table (bold: lowest):\n\n" + per_table(finals)
-            + "\n`tune-risk` against the best other method of each table (mean held-out MV regret):\n\n"
+            + "\n`tune-risk` against every method with a lower mean held-out MV regret on the table (paired Wilcoxon "
+            "over shared repeats):\n\n"
             + target_check(finals))
     (target / "headline.md").write_text(text, encoding="utf-8")
     print(text)
@@ -159,10 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.tables:
         tables = [t for t in tables if t.stem in args.tables]
     for budget in args.budgets:
-        out = args.out / f"b{budget}"
         if not args.only_combine:
-            replay_budget(tables, budget, args.repeats, out)
-        combine(tables, budget, args.repeats, out, args.results, args.partial)
+            replay_budget(tables, budget, args.repeats, args.out / f"b{budget}", args.results / f"b{budget}" / "finals.csv")
+        combine(tables, budget, args.repeats, args.results, args.partial)
     return 0
 
 
