@@ -75,7 +75,8 @@ def rows(task: ReplayTask, repeat: int, budget: int, args: argparse.Namespace) -
     return model_line(engine, mu_var), out
 
 
-def main() -> int:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; ``parse([])`` gives the defaults (as the tests use them)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", type=Path, default=ROOT / "datasets" / "ppo_cartpole.parquet")
     parser.add_argument("--budget", type=int, default=1500, help="BO replicate budget (default 1500)")
@@ -86,7 +87,11 @@ def main() -> int:
     parser.add_argument("--var-posterior", choices=VAR_POSTERIORS, default="gp",
                         help="G_var's posterior mean as is (gp, the paper) or clamped at 0 (docs/algorithms.md A-20)")
     parser.add_argument("--recommend", choices=RECOMMEND_RULES, default="lcb", help="the rule (A-21)")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> int:
+    args = parse()
     task = ReplayTask.from_table(OfflineTable.load(args.table), test_seeds=args.test_seeds)
     print(f"{task.name}: {args.method}, budget {args.budget}, warp {args.warp}, var_posterior={args.var_posterior}, "
           f"recommend={args.recommend}, {args.test_seeds} held-out seeds\n")
