@@ -11,11 +11,14 @@ Rules (``k``: seeds the configuration got; MV on the engine's own warp):
 * ``lcb-k>=K``: the same among the configurations with at least ``K`` seeds (all of them if none has);
 * ``post-k>=K``: the posterior MV ``mu_f - alpha max(mu_var, 0)`` among them;
 * ``sample-k>=K``: the sample MV (warped mean minus variance) among them;
+* ``own-k>=K``: a lower bound of MV from the configuration's own seeds alone, no GP:
+  ``mean - s/sqrt(k) - alpha (s^2 + s^2 sqrt(2/(k-1)))`` (one standard error of the mean and of the sample
+  variance), among them: immune to a G_f whose long lengthscales shrink every configuration to one value;
 * ``most-seeds``: ``argmax LCB^MV`` among the configurations with the most seeds.
 
 It also prints, per table, the share of picks that rest on 2 seeds, and the median ``k`` of the ``lcb`` pick.
 
-    taskset -c 0 python experiments/recommendation_rules.py [--budget 300] [--repeats 10] [--var-posterior gp]
+    taskset -c 0 python experiments/recommendation_rules.py [--budget 300] [--repeats 10] [--var-posterior gp] [--out FILE.csv]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from tune_risk.engine.core import Engine
 from tune_risk.offline.replay import ReplayTask, replay_direct
@@ -42,12 +46,14 @@ def picks(engine: Engine) -> dict[str, int]:
     lcb = model.lcb_mv(X, engine.settings.kappa_acq).detach().numpy()
     post = (mu_f - engine.settings.alpha * mu_var.clamp_min(0.0)).detach().numpy()
     warp = engine.warp
-    sample = np.array([_sample_mv(r.incorporated_values(), warp, engine.settings.alpha) for r in records])
+    alpha = engine.settings.alpha
+    sample = np.array([_sample_mv(r.incorporated_values(), warp, alpha) for r in records])
+    own = np.array([_own_lcb(r.incorporated_values(), warp, alpha) for r in records])
     k = np.array([r.n_incorporated for r in records])
     out = {"lcb": records[int(np.argmax(lcb))].pool_index}
     for threshold in THRESHOLDS:
         mask = k >= threshold if (k >= threshold).any() else np.ones_like(k, dtype=bool)
-        for name, score in (("lcb", lcb), ("post", post), ("sample", sample)):
+        for name, score in (("lcb", lcb), ("post", post), ("sample", sample), ("own", own)):
             out[f"{name}-k>={threshold}"] = records[int(np.argmax(np.where(mask, score, -np.inf)))].pool_index
     most = k == k.max()
     out["most-seeds"] = records[int(np.argmax(np.where(most, lcb, -np.inf)))].pool_index
@@ -55,9 +61,19 @@ def picks(engine: Engine) -> dict[str, int]:
     return out
 
 
+def _warped(values: list[float], warp) -> np.ndarray:
+    return np.asarray(warp(np.asarray(values, dtype=float)) if warp is not None else values, dtype=float)
+
+
 def _sample_mv(values: list[float], warp, alpha: float) -> float:
-    y = np.asarray(warp(np.asarray(values, dtype=float)) if warp is not None else values, dtype=float)
+    y = _warped(values, warp)
     return float(y.mean() - alpha * y.var(ddof=1))
+
+
+def _own_lcb(values: list[float], warp, alpha: float) -> float:
+    y = _warped(values, warp)
+    k, var = y.size, y.var(ddof=1)
+    return float(y.mean() - np.sqrt(var / k) - alpha * var * (1.0 + np.sqrt(2.0 / (k - 1))))
 
 
 def main() -> None:
@@ -66,7 +82,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--var-posterior", default="gp", choices=("gp", "nonnegative"))
     parser.add_argument("--tables", nargs="*", default=None)
+    parser.add_argument("--out", type=Path, default=None, help="also write each repeat's regret per rule (CSV)")
     args = parser.parse_args()
+    rows: list[dict] = []
     tables = sorted((ROOT / "datasets").glob("*.parquet"))
     if args.tables:
         tables = [t for t in tables if t.stem in args.tables]
@@ -85,7 +103,9 @@ def main() -> None:
             chosen = picks(engine)
             ks.append(chosen.pop("k_of_lcb"))
             for rule, row in chosen.items():
-                scores.setdefault(rule, []).append((task.heldout_mv.max() - task.heldout_mv[row]) / scale)
+                regret = (task.heldout_mv.max() - task.heldout_mv[row]) / scale
+                scores.setdefault(rule, []).append(regret)
+                rows.append({"table": path.stem, "repeat": repeat, "rule": rule, "row": row, "regret": regret})
         if header is None:
             header = list(scores)
             print("| table | " + " | ".join(header) + " | median k of lcb pick | lcb picks on 2 seeds |")
@@ -95,6 +115,8 @@ def main() -> None:
         print(f"| {path.stem} | " + " | ".join(f"{np.mean(scores[r]):.3f}" for r in header)
               + f" | {np.median(ks):.0f} | {np.mean(np.array(ks) == 2) * 100:.0f} % |", flush=True)
     print("| **mean** | " + " | ".join(f"**{np.mean(totals[r]):.3f}**" for r in header) + " | | |")
+    if args.out is not None:
+        pd.DataFrame(rows).to_csv(args.out, index=False)
 
 
 if __name__ == "__main__":
