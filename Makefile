@@ -1,28 +1,51 @@
-# Two commands matter: `make demo` and `make test`. Each creates .venv if missing, installs
-# torch==2.13.0 (the local CPU wheel) first and then the project, and runs. A stamp file keyed on
-# pyproject.toml makes repeated runs skip the install.
+# Two commands matter: `make demo` and `make test`. Each creates .venv if missing, installs torch first
+# (TORCH_VERSION from TORCH_INDEX) and then the project, and runs. `make demo` installs the project alone (what
+# experiments/demo.py imports: no JAX, no extras); `make test` (and `make venv`) add the extras the tests use:
+# dev, docs, rl, brax, bench. Stamp files keyed on pyproject.toml and this Makefile make repeated runs skip
+# the install.
+#
+# TORCH_INDEX: the package index torch is installed from, passed to pip as --index-url for that one install.
+# The default is PyTorch's CPU index, so every machine gets the CPU wheel (PyPI's Linux torch is the CUDA build,
+# several GB). Override it for another build, or set it empty to let pip's own configuration choose (e.g. a
+# local wheel found through find-links):
+#     make test TORCH_INDEX=https://download.pytorch.org/whl/cu126    # a CUDA build
+#     make test TORCH_INDEX=                                          # pip's configured index / find-links
+# A machine without access to that index falls back to pip's configured find-links and extra indexes (pip
+# retries the index a few times first).
 PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIP := $(if $(strip $(TORCH_INDEX)),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION)
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
+EXTRAS := dev,docs,rl,brax,bench
 STAMP_HASH := $(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
-STAMP := $(VENV)/.installed-$(STAMP_HASH)
+BASE_STAMP := $(VENV)/.installed-base-$(STAMP_HASH)
+STAMP := $(VENV)/.installed-full-$(STAMP_HASH)
 
 .PHONY: demo test soak venv bench lint docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(VENV)/bin/python
+# The project without extras: torch (CPU by default) first, then tune-risk and its dependencies.
+$(BASE_STAMP): $(VENV)/bin/python
 	$(PIP) install --upgrade pip setuptools wheel
-	$(PIP) install torch==2.13.0
-	$(PIP) install -e ".[dev,rl,bench]"
-	rm -f $(VENV)/.installed-*
+	$(PIP) install $(TORCH_PIP)
+	$(PIP) install -e .
+	rm -f $(VENV)/.installed-base-*
+	touch $(BASE_STAMP)
+
+# Everything the tests, benchmarks and docs use.
+$(STAMP): $(BASE_STAMP)
+	$(PIP) install -e ".[$(EXTRAS)]"
+	rm -f $(VENV)/.installed-full-* $(VENV)/.installed-[0-9a-f]*
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(PY) experiments/demo.py
 
 test: $(STAMP)
@@ -42,7 +65,7 @@ HEBO_PIP := $(HEBO_VENV)/bin/python -m pip --disable-pip-version-check -q
 
 $(HEBO_STAMP):
 	$(PYTHON) -m venv $(HEBO_VENV)
-	$(HEBO_PIP) install torch==2.13.0
+	$(HEBO_PIP) install $(TORCH_PIP)
 	$(HEBO_PIP) install "ray[tune]==2.60.0" "numpy<1.25" "pyarrow<20"   # pyarrow 20+ needs numpy 2
 	$(HEBO_PIP) install --no-deps hebo==0.3.6   # its full resolution with ray backtracks for many minutes
 	$(HEBO_PIP) install "numpy<1.25" "scipy<=1.12" "paramz==0.9.6" "GPy==1.13.2" "pymoo==0.6.0" "catboost>=0.24.4" \

@@ -68,6 +68,7 @@ def test_every_algorithm_trains_and_evaluates(algo: str, env: str, config: dict,
 
 @pytest.mark.slow
 def test_brax_fast_ppo_runs() -> None:
+    pytest.importorskip("brax", reason="brax/fast needs the brax extra (pip install 'tune-risk[brax]')")
     program, traced = prepare("ppo", "brax/fast", {"minibatch_size": 128}, 64, 1)
     returns = np.asarray(program.train_batch(traced, seed_keys([0])))
     assert np.all(np.isfinite(returns)), returns
