@@ -4,18 +4,19 @@
 # dev, docs, rl, brax, bench. Stamp files keyed on pyproject.toml and this Makefile make repeated runs skip
 # the install.
 #
-# TORCH_INDEX: the package index torch is installed from, passed to pip as --index-url for that one install.
-# The default is PyTorch's CPU index, so every machine gets the CPU wheel (PyPI's Linux torch is the CUDA build,
-# several GB). Override it for another build, or set it empty to let pip's own configuration choose (e.g. a
-# local wheel found through find-links):
+# TORCH_INDEX: the package index torch is installed from, passed to pip as --index-url for that one install
+# (torch alone, --no-deps: its dependencies come from pip's usual index with the project's). The default is
+# PyTorch's CPU index, so every machine gets the CPU wheel (PyPI's Linux torch is the CUDA build, several GB).
+# Override it for another build, or set it empty to let pip's own configuration choose (e.g. a local wheel
+# found through find-links):
 #     make test TORCH_INDEX=https://download.pytorch.org/whl/cu126    # a CUDA build
 #     make test TORCH_INDEX=                                          # pip's configured index / find-links
-# A machine without access to that index falls back to pip's configured find-links and extra indexes (pip
-# retries the index a few times first).
+# A machine that cannot reach that index falls back to pip's configured find-links and extra indexes (after
+# pip's retries, a few seconds).
 PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-TORCH_PIP := $(if $(strip $(TORCH_INDEX)),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION)
+TORCH_PIP := --no-deps $(if $(strip $(TORCH_INDEX)),--index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION)
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
