@@ -60,6 +60,7 @@ LAYERS: dict[str, set[str]] = {
     "tune": {"engine", "risk", "gp", "settings", "space", "_moved"},  # the Ray Tune adapters
     "offline": {"tune", "engine", "risk", "gp", "settings", "space", "schedules"},  # table replays
     "benchmarks": {"engine", "risk", "gp", "lengthscale", "oscbo", "_compat"},  # objectives, the OSCBO loop
+    "datasets": {"offline"},  # the shipped tables by name: the public face of offline.shipped
     "cli": {"tune_risk"},  # --version; the subcommands' modules are found by name when it runs
     "__main__": {"cli"},  # python -m tune_risk: the tune-risk command
     "tune_risk": {"engine", "tune", "settings", "_moved"},  # the public face (lazy)

@@ -1,10 +1,13 @@
 """tune-risk replay: benchmark HPO methods on offline tables of RL returns, like the ERAHBO paper.
 
-    tune-risk replay --table datasets/ppo_cartpole.parquet --methods erahbo,rahbo-k2,rahbo-k20,gp-ucb \\
+    tune-risk replay --table ppo_cartpole --methods erahbo,rahbo-k2,rahbo-k20,gp-ucb \\
         --repeats 20 --budget 1500 --workers 1 --seed 0 --out results/replay [--via tune] \\
         [--warp pooled|online] [--k-init K] [--alpha A] ...
     tune-risk replay --table datasets/ppo_cartpole.parquet --methods tune-risk,tpe-rep3,random-rep5 \\
         --budget 300 --test-seeds 20 --warp online --out results/peers [--searcher mine=pkg.mod:factory]
+
+--table takes a shipped table's name (dqn_acrobot, dqn_cartpole, ppo_acrobot, ppo_brax_fast,
+ppo_cartpole, sac_pendulum: tune_risk.datasets) or the path of a table file.
 
 Peers (tpe-rep3, random-rep5, optuna-gp-rep3, hebo-rep3, mine-rep3, ...) are Ray Tune Searchers wrapped
 in Ray's Repeater(k), driven in-process through the Searcher API; their suggestions snap to the nearest
@@ -34,6 +37,7 @@ from typing import Any
 
 from tune_risk.offline.knobs import add_engine_arguments
 from tune_risk.offline.methods import METHOD_HELP
+from tune_risk.offline.shipped import resolve_table
 
 DEFAULT_METHODS = "erahbo,rahbo-k2,rahbo-k20,gp-ucb"
 MISSING_CHOICES = ("error", "drop")
@@ -59,8 +63,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "replay", help="replay offline tables of RL returns to benchmark HPO methods",
         description=__doc__, formatter_class=HelpFormatter,
     )
-    parser.add_argument("--table", action="append", required=True, type=Path, metavar="FILE",
-                        help="table file, parquet or CSV (repeat the flag for several tables)")
+    parser.add_argument("--table", action="append", required=True, type=_table, metavar="NAME|FILE",
+                        help="a shipped table's name (e.g. ppo_cartpole) or a table file, parquet or CSV "
+                             "(repeat the flag for several tables)")
     parser.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST", help=f"comma-separated: {METHOD_HELP}")
     parser.add_argument("--repeats", type=_positive, default=20, metavar="N",
                         help="repetitions per (table, method); repetition r uses seed --seed + r")
@@ -226,6 +231,14 @@ def _init_ray(workers: int) -> None:
     if not ray.is_initialized():
         ray.init(num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False,
                  logging_level=logging.WARNING)
+
+
+def _table(text: str) -> Path:
+    """``--table``: a shipped table's name or a path (checked later by the preflight)."""
+    try:
+        return resolve_table(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{error}; or the path of a .parquet or .csv file") from None
 
 
 def _positive(text: str) -> int:
