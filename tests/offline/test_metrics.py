@@ -307,14 +307,16 @@ def test_performance_profile_weights_tables_equally_and_is_monotone():
 
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-FILES = ["summary.md", "regret_curves.png", "ranks_over_time.png", "k_histogram.png", "k_vs_mv.png", "performance_profile.png"]
+FIGURES = ["regret_curves", "ranks_over_time", "k_histogram", "k_vs_mv", "performance_profile"]
+FILES = ["summary.md", "summary.json", *(f"{name}.{kind}" for name in FIGURES for kind in ("png", "svg"))]
 
 
 def _check_written(paths: list, out_dir) -> str:
     assert [p.name for p in paths] == FILES
     assert all(p.parent == out_dir for p in paths)
-    for png in paths[1:]:
+    for png in paths[2::2]:
         assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000
+    assert all(svg.read_text(encoding="utf-8").lstrip().startswith("<?xml") for svg in paths[3::2])
     return paths[0].read_text(encoding="utf-8")
 
 

@@ -15,7 +15,7 @@ table row, and --budget counts their seed-runs. --test-seeds N holds the last N 
 table out: no method reads them, and every method's recommended configuration is scored on them.
 
 Writes runs.csv (one row per table, method, repeat, evaluation), rounds.csv (one row per BO round),
-summary.md and PNG figures into --out. Repetition r uses seed --seed + r for the initial design and
+summary.md, summary.json (the same numbers, unrounded) and figures (PNG and SVG) into --out. Repetition r uses seed --seed + r for the initial design and
 the seed permutations, shared by all methods. --warp pooled (the paper's protocol) gives every
 method the warp fitted on the whole table; --warp online lets the engine fit its own on the initial
 design and re-fit it as data arrive, as in live use. Regret is measured on the pooled warp either way.
@@ -76,7 +76,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=_non_negative, default=0, metavar="S",
                         help="seed of repetition 0 (initial design and seed permutations, shared by all methods)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="output directory: runs.csv, rounds.csv, summary.md, figures, and units/ for resuming")
+                        help="output directory: runs.csv, rounds.csv, summary.md, summary.json, figures (PNG, SVG), "
+                             "and units/ for resuming")
     parser.add_argument("--via", choices=("direct", "tune"), default="direct",
                         help="direct simulated loop (fast) or a real Ray Tune run")
     parser.add_argument("--warp", choices=("pooled", "online"), default="pooled",

@@ -1,4 +1,4 @@
-"""Write a replay benchmark's ``summary.md`` and PNG figures (ERAHBO Sec. 5, App. C; docs/algorithms.md §1.12).
+"""Write a replay benchmark's ``summary.md``, ``summary.json`` and figures (ERAHBO Sec. 5, App. C; docs/algorithms.md §1.12).
 
 :func:`write_summary` turns the replay's ``runs`` and ``rounds`` frames into the paper's reporting:
 mean ranks with Wilcoxon tests against the best method (Table 1), evaluations to reach 75 / 50 / 25 %
@@ -7,16 +7,28 @@ evaluations and compute (cancelled replicates included), the replicate-count dis
 figures ``regret_curves.png`` (Fig. 3, 8), ``ranks_over_time.png`` (Fig. 2, 5), ``k_histogram.png``
 and ``k_vs_mv.png`` (Fig. 4), and rliable's aggregate IQM and performance profile
 (``performance_profile.png``) under a stratified bootstrap.  Figures are drawn with matplotlib's object API on the Agg canvas, so no
-pyplot state or display is touched.  One table, one method or one repetition is fine: the CI and the
-Wilcoxon test are then reported as "—".
+pyplot state or display is touched, and saved as PNG and as SVG (text kept as text, for papers).
+``summary.json`` holds every number of ``summary.md`` unrounded (NaN as ``null``), section by section, so a
+paper's tables can be built from it.  One table, one method or one repetition is fine: the Wilcoxon test is
+then reported as "—", and no confidence interval is printed or drawn from fewer than ``MIN_CI_REPEATS`` (5)
+repeats (the summary says so instead): a percentile bootstrap of an IQM over 2-4 values is not a 95 % interval.
+
+Example:
+    >>> paths = write_summary(runs, rounds, "results/replay", test_seeds=20)   # doctest: +SKIP
+    >>> [p.name for p in paths][:3]                                            # doctest: +SKIP
+    ['summary.md', 'summary.json', 'regret_curves.png']
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -28,11 +40,30 @@ from tune_risk.offline import metrics
 DASH = "—"
 LEVELS = (0.75, 0.5, 0.25)
 STOP_REASONS = ("certified", "k_max", "budget", "failed")
+MIN_CI_REPEATS = 5
+"""Fewest repeats for a bootstrap CI: with fewer, percentile intervals of an IQM are not meaningful."""
+CI_NOTE = (f"no CI below {MIN_CI_REPEATS} repeats: a percentile bootstrap of the IQM of fewer values is not a "
+           "95 % interval")
 BAND_NOTE = {  # what the shaded bands of each figure are (printed on the figure)
     "regret": "line: IQM over repeats; band: 95 % percentile-bootstrap CI of the IQM",
     "ranks": "line: mean rank over (table, repeat); band: ± 1 standard error",
     "profile": "all (table, repeat) runs, tables weighted equally; band: 95 % stratified-bootstrap CI",
 }
+NO_BAND = f"; no band below {MIN_CI_REPEATS} repeats (a CI needs ≥ {MIN_CI_REPEATS})"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the summary: its markdown and the same numbers, unrounded, for ``summary.json``.
+
+    Example:
+        >>> Section("cost", "## Evaluations ...", [{"method": "erahbo", "evaluations": 12.0}]).key
+        'cost'
+    """
+
+    key: str
+    markdown: str
+    data: Any
 
 
 def _num(value: float, digits: int = 3) -> str:
@@ -47,6 +78,20 @@ def _mean_pm_se(mean: float, se: float, fmt: str = ".2f") -> str:
     return f"{mean:{fmt}} ± {se:{fmt}}" if np.isfinite(se) else f"{mean:{fmt}}"
 
 
+def _iqm_ci(record: dict[str, Any]) -> str:
+    """``iqm [low, high]`` of a record, or ``iqm`` alone when it has no interval."""
+    low, high = record["ci_low"], record["ci_high"]
+    ci = "" if low is None or math.isnan(low) else f" [{_num(low)}, {_num(high)}]"
+    return _num(record["iqm"]) + ci
+
+
+def _ci(values: np.ndarray, n_boot: int) -> tuple[float, float]:
+    """The 95 % bootstrap CI of the IQM of ``values``; NaNs below ``MIN_CI_REPEATS`` values."""
+    if len(values) < MIN_CI_REPEATS:
+        return math.nan, math.nan
+    return metrics.bootstrap_ci(values, n_boot=n_boot)
+
+
 def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub-flavoured markdown table."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -59,17 +104,24 @@ def _method_order(runs: pd.DataFrame) -> list[str]:
     return [str(m) for m in pd.unique(runs["method"])]
 
 
-def _rank_section(runs: pd.DataFrame, order: list[str]) -> str:
+def _fewest_repeats(finals: pd.DataFrame) -> pd.Series:
+    """Per method, the fewest repeats it has on any table (a stratified CI needs enough in every table)."""
+    return finals.groupby(["method", "table"]).size().groupby("method").min()
+
+
+def _rank_section(runs: pd.DataFrame, order: list[str]) -> Section:
     """Table 1: mean rank ± SE on final simple and cumulative regret, Wilcoxon p vs the best method."""
     tests = {col: metrics.wilcoxon_vs_best(runs, col).set_index("method")
              for col in ("regret", "cumulative_regret")}
+    records = [{"method": m, "metric": col, "mean_rank": tests[col].loc[m, "mean_rank"],
+                "se_rank": tests[col].loc[m, "se_rank"], "p_value": tests[col].loc[m, "p_value"],
+                "not_worse": bool(tests[col].loc[m, "not_worse"])} for m in order for col in tests]
 
-    def cell(col: str, method: str) -> list[str]:
-        row = tests[col].loc[method]
-        text = _mean_pm_se(row["mean_rank"], row["se_rank"])
-        return [f"**{text}**" if row["not_worse"] else text, _num(row["p_value"])]
+    def cell(record: dict[str, Any]) -> list[str]:
+        text = _mean_pm_se(record["mean_rank"], record["se_rank"])
+        return [f"**{text}**" if record["not_worse"] else text, _num(record["p_value"])]
 
-    rows = [[m, *cell("regret", m), *cell("cumulative_regret", m)] for m in order]
+    rows = [[m, *cell(records[2 * i]), *cell(records[2 * i + 1])] for i, m in enumerate(order)]
     headers = ["method", "rank: final simple regret", "p (Wilcoxon vs best)",
                "rank: cumulative regret", "p (Wilcoxon vs best)"]
     minimum = metrics.wilcoxon_min_pairs(0.05)
@@ -77,10 +129,10 @@ def _rank_section(runs: pd.DataFrame, order: list[str]) -> str:
     caveat = (f" With {pairs} pair(s) no test is run: a two-sided Wilcoxon test needs at least {minimum} "
               "pairs to reach p < 0.05, so only the best method is bold." if pairs < minimum else
               f" (The test needs at least {minimum} pairs to reach p < 0.05; here {pairs}.)")
-    return ("## Mean rank across (table, repeat) (Table 1)\n\nMean ± standard error of the rank "
+    text = ("## Mean rank across (table, repeat) (Table 1)\n\nMean ± standard error of the rank "
             "(lower is better). Bold: best or not significantly worse than best (two-sided Wilcoxon "
-            "signed-rank test, p ≥ 0.05, paired by table and repeat)." + caveat + "\n\n"
-            + _markdown(headers, rows))
+            "signed-rank test, p ≥ 0.05, paired by table and repeat)." + caveat + "\n\n" + _markdown(headers, rows))
+    return Section("ranks", text, {"pairs": pairs, "min_pairs_for_test": minimum, "rows": records})
 
 
 def degenerate_tables(runs: pd.DataFrame) -> list[str]:
@@ -90,33 +142,39 @@ def degenerate_tables(runs: pd.DataFrame) -> list[str]:
     return [str(table) for table, is_flat in flat.items() if is_flat]
 
 
-def _warning_section(runs: pd.DataFrame) -> str | None:
+def _warning_section(runs: pd.DataFrame) -> Section | None:
     flat = degenerate_tables(runs)
     if not flat:
         return None
-    return ("## Warning: tables that cannot separate methods\n\n" + ", ".join(f"`{t}`" for t in flat)
+    text = ("## Warning: tables that cannot separate methods\n\n" + ", ".join(f"`{t}`" for t in flat)
             + ": every method has regret 0 at every evaluation (a best configuration is in the shared initial "
             "design, or all configurations have the same mean-variance). Ranks, tests and thresholds on "
             "these tables are ties, not evidence.")
+    return Section("degenerate_tables", text, flat)
 
 
-def _threshold_sections(runs: pd.DataFrame, order: list[str]) -> str:
+def _threshold_sections(runs: pd.DataFrame, order: list[str]) -> Section:
     """Table 2 (mean over tables reached by every method) and Table 5 (first crossing per table)."""
     table = metrics.threshold_table(runs, LEVELS)
     labels = [c for c in table.columns if c not in ("table", "method")]
     summary = metrics.threshold_summary(table).set_index(["method", "level"])
-    rows2 = [[m] + [f"{_mean_pm_se(summary.loc[(m, lv), 'mean'], summary.loc[(m, lv), 'se'], '.1f')} "
-                    f"({int(summary.loc[(m, lv), 'n_tables'])})" for lv in labels] for m in order]
+    means = [{"method": m, "level": lv, "mean": summary.loc[(m, lv), "mean"], "se": summary.loc[(m, lv), "se"],
+              "n_tables": int(summary.loc[(m, lv), "n_tables"])} for m in order for lv in labels]
+    rows2 = [[m] + [f"{_mean_pm_se(r['mean'], r['se'], '.1f')} ({r['n_tables']})"
+                    for r in means[i * len(labels):(i + 1) * len(labels)]] for i, m in enumerate(order)]
     first = table.set_index(["table", "method"])
+    tables = sorted(table["table"].unique())
+    crossings = [{"table": t, "method": m, "level": lv, "evaluation": first.loc[(t, m), lv]}
+                 for t in tables for m in order if (t, m) in first.index for lv in labels]
     rows5 = [[t] + [" / ".join(DASH if math.isnan(v) else str(int(v)) for v in first.loc[(t, m), labels])
-                    if (t, m) in first.index else DASH for m in order]
-             for t in sorted(table["table"].unique())]
-    return ("## Evaluations to reach a regret threshold (Table 2)\n\nMean ± standard error of the first "
+                    if (t, m) in first.index else DASH for m in order] for t in tables]
+    text = ("## Evaluations to reach a regret threshold (Table 2)\n\nMean ± standard error of the first "
             "evaluation at which the IQM of normalised regret is at most the threshold (% of the initial "
             "design's regret), over the tables where every method reaches it (count in brackets).\n\n"
             + _markdown(["method", *labels], rows2)
             + "\n\n## First evaluation below threshold per table (Table 5)\n\nCells: "
             + " / ".join(labels) + f"; {DASH} = not reached.\n\n" + _markdown(["table", *order], rows5))
+    return Section("thresholds", text, {"levels": labels, "mean_over_tables": means, "first_per_table": crossings})
 
 
 HELDOUT_VIEWS = {"normalised_heldout_mv_regret": "mean-variance (MV = mean − variance, warped)",
@@ -124,7 +182,7 @@ HELDOUT_VIEWS = {"normalised_heldout_mv_regret": "mean-variance (MV = mean − v
 
 
 def _heldout_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str], n_boot: int,
-                     n_test: int) -> str | None:
+                     n_test: int) -> Section | None:
     """The headline: the recommended configuration of every method scored on ``n_test`` held-out seeds (§1.15)."""
     if not n_test or "normalised_heldout_mv_regret" not in runs.columns:
         return None
@@ -134,145 +192,171 @@ def _heldout_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str],
              f"{n_test} seed columns that no method read while searching (its regret against the table's best "
              "configuration on those seeds, divided by the gap between the best and the median configuration: "
              "0 = the best, 1 = the median; lower is better). Cells: IQM [95 % bootstrap CI] over repeats "
-             f"(no CI below {MIN_CI_REPEATS} repeats); **bold**: the best method of the row or not separable from it "
+             f"({CI_NOTE}); **bold**: the best method of the row or not separable from it "
              "(paired two-sided Wilcoxon p ≥ 0.05 over the repeats). Budgets: every `*-rep<k>` peer and "
              "`tune-risk` spend `--budget` seed-runs in all; the paper's methods (erahbo, rahbo-k<k>, gp-ucb) "
              "also get their initial design on top, as in the paper (see `seed runs` below)."]
+    views = {}
     for column, view in HELDOUT_VIEWS.items():
-        parts.append(f"### On the {view}\n\n" + _heldout_table(finals, order, column, n_boot))
+        views[column] = _heldout_records(finals, order, column, n_boot)
+        parts.append(f"### On the {view}\n\n" + _heldout_table(views[column], order))
     seed_runs = finals.groupby("method")["seed_runs"].mean()
     snap = (rounds.groupby("method")["snap_distance"].mean() if "snap_distance" in rounds.columns
             else pd.Series(dtype=float))
-    rows = [[m, _num(float(seed_runs.get(m, float("nan"))), 4), f"{100 * float(thin.get(m, 0.0)):.0f} %",
-             _num(float(snap.get(m, float("nan"))), 2)] for m in order]
+    spending = [{"method": m, "seed_runs": float(seed_runs.get(m, math.nan)), "thin": float(thin.get(m, 0.0)),
+                 "snap": float(snap.get(m, math.nan))} for m in order]
+    rows = [[r["method"], _num(r["seed_runs"], 4), f"{100 * r['thin']:.0f} %", _num(r["snap"], 2)] for r in spending]
     parts.append("### Spending and evidence\n\n`seed runs`: mean seed-runs per replay, initial design and cancelled "
                  f"runs included; `thin`: share of runs whose recommendation rests on fewer than {n_test} seeds (the "
                  "test set's size; the fewer, the more a lucky draw can decide it); `snap`: mean distance (unit cube) "
                  "from a peer's suggestion to the table row it was replaced by: peers propose anywhere in the space, "
                  "and the table only has its rows (the engine's methods choose rows, distance 0).\n\n"
                  + _markdown(["method", "seed runs", "thin", "snap"], rows))
-    return "\n\n".join(parts)
+    return Section("heldout", "\n\n".join(parts), {"test_seeds": n_test, **views, "spending": spending})
 
 
-MIN_CI_REPEATS = 5
-"""Fewest repeats for a bootstrap CI: with fewer, percentile intervals of an IQM are not meaningful."""
-
-
-def _heldout_table(finals: pd.DataFrame, order: list[str], column: str, n_boot: int) -> str:
-    """Per table and pooled: IQM [CI] of ``column`` per method, bold where not separable from the row's best."""
-    rows = []
+def _heldout_records(finals: pd.DataFrame, order: list[str], column: str, n_boot: int) -> list[dict[str, Any]]:
+    """Per table and pooled (``table`` None): IQM, CI and whether each method is bold (not separable from the best)."""
+    records = []
+    minimum = metrics.wilcoxon_min_pairs(0.05)
     for table in [*sorted(finals["table"].unique()), None]:
         block = finals if table is None else finals[finals["table"] == table]
         wide = block.pivot_table(index=["table", "repeat"], columns="method", values=column)
         present = [m for m in order if m in wide.columns]
         iqms = {m: float(metrics.iqm(wide[m].dropna().to_numpy())) for m in present}
         best = min(iqms, key=iqms.get) if iqms else None
+        for method in present:
+            values = wide[method].dropna().to_numpy()
+            low, high = _ci(values, n_boot)
+            both = wide[[method, best]].dropna()
+            separable = method != best and len(both) >= minimum and \
+                metrics.paired_p_value(both[method].to_numpy(), both[best].to_numpy()) < 0.05
+            bold = not separable and (method == best or len(both) >= minimum)
+            records.append({"table": table, "method": method, "iqm": iqms[method], "ci_low": low, "ci_high": high,
+                            "n_repeats": len(values), "bold": bold})
+    return records
+
+
+def _heldout_table(records: list[dict[str, Any]], order: list[str]) -> str:
+    """The markdown of :func:`_heldout_records`: a row per table, then the pooled row."""
+    rows = []
+    for table in dict.fromkeys(r["table"] for r in records):
+        cells = {r["method"]: r for r in records if r["table"] == table}
         row = ["**all tables**" if table is None else str(table)]
         for method in order:
-            if method not in iqms:
-                row.append(DASH)
-                continue
-            values = wide[method].dropna().to_numpy()
-            low, high = (metrics.bootstrap_ci(values, n_boot=n_boot) if len(values) >= MIN_CI_REPEATS
-                         else (math.nan, math.nan))
-            text = _num(iqms[method]) + ("" if math.isnan(low) else f" [{_num(low)}, {_num(high)}]")
-            both = wide[[method, best]].dropna()
-            separable = method != best and len(both) >= metrics.wilcoxon_min_pairs(0.05) and \
-                metrics.paired_p_value(both[method].to_numpy(), both[best].to_numpy()) < 0.05
-            row.append(text if separable or (method != best and len(both) < metrics.wilcoxon_min_pairs(0.05))
-                       else f"**{text}**")
+            record = cells.get(method)
+            text = DASH if record is None else _iqm_ci(record)
+            row.append(f"**{text}**" if record is not None and record["bold"] else text)
         rows.append(row)
     return _markdown(["table", *order], rows)
 
 
-def _final_regret_section(runs: pd.DataFrame, order: list[str], n_boot: int) -> str:
+def _final_regret_section(runs: pd.DataFrame, order: list[str], n_boot: int) -> Section:
     """Final normalised regret of the best evaluated and (if logged) of the recommended
     configuration, IQM [95 % bootstrap CI] over repeats, per table × method."""
     finals = metrics.final_values(runs)
+    data = {"normalised_regret": _final_records(finals, order, "normalised_regret", n_boot)}
     text = ("## Final normalised regret (IQM [95 % CI])\n\nIQM over repeats of the final simple MV regret "
-            "divided by the initial design's regret; percentile bootstrap CI (none with one repeat).\n\n"
-            + _final_table(finals, order, "normalised_regret", n_boot))
+            f"divided by the initial design's regret; percentile bootstrap CI ({CI_NOTE}).\n\n"
+            + _final_table(data["normalised_regret"], order))
     if "normalised_recommended_regret" in finals.columns:
+        data["normalised_recommended_regret"] = _final_records(finals, order, "normalised_recommended_regret", n_boot)
         text += ("\n\n## Final normalised regret of the recommended configuration (IQM [95 % CI])\n\n"
                  "The configuration with the highest LCB^MV after the last round (CODE-RAHBO's rule).\n\n"
-                 + _final_table(finals, order, "normalised_recommended_regret", n_boot))
-    return text
+                 + _final_table(data["normalised_recommended_regret"], order))
+    return Section("final_regret", text, data)
 
 
-def _final_table(finals: pd.DataFrame, order: list[str], column: str, n_boot: int) -> str:
-    rows = []
+def _final_records(finals: pd.DataFrame, order: list[str], column: str, n_boot: int) -> list[dict[str, Any]]:
+    records = []
     for table in sorted(finals["table"].unique()):
-        row = [str(table)]
         for method in order:
-            values = finals.loc[(finals["table"] == table) & (finals["method"] == method), column]
-            low, high = metrics.bootstrap_ci(values.to_numpy(), n_boot=n_boot)
-            ci = "" if math.isnan(low) else f" [{_num(low)}, {_num(high)}]"
-            row.append(DASH if values.empty else _num(metrics.iqm(values.to_numpy())) + ci)
-        rows.append(row)
-    return _markdown(["table", *order], rows)
+            values = finals.loc[(finals["table"] == table) & (finals["method"] == method), column].to_numpy()
+            if len(values):
+                low, high = _ci(values, n_boot)
+                records.append({"table": table, "method": method, "iqm": float(metrics.iqm(values)),
+                                "ci_low": low, "ci_high": high, "n_repeats": len(values)})
+    return records
 
 
-def _aggregate_section(runs: pd.DataFrame, n_boot: int) -> str:
+def _final_table(records: list[dict[str, Any]], order: list[str]) -> str:
+    cells = {(r["table"], r["method"]): _iqm_ci(r) for r in records}
+    tables = list(dict.fromkeys(r["table"] for r in records))
+    return _markdown(["table", *order], [[str(t)] + [cells.get((t, m), DASH) for m in order] for t in tables])
+
+
+def _aggregate_section(runs: pd.DataFrame, n_boot: int) -> Section:
     """Aggregate over tables: IQM of final normalised regret pooled over (table, repeat), stratified CI."""
     columns = [c for c in ("normalised_regret", "normalised_recommended_regret") if c in runs.columns]
-    frames = {c: metrics.aggregate_iqm(runs, c, n_boot=n_boot).set_index("method") for c in columns}
-    first = frames[columns[0]]
-
-    def cell(frame: pd.DataFrame, method: str) -> str:
-        row = frame.loc[method]
-        ci = "" if math.isnan(row["ci_low"]) else f" [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
-        return _num(row["iqm"]) + ci
-
+    fewest = _fewest_repeats(metrics.final_values(runs))
+    records = []
+    for column in columns:
+        for row in metrics.aggregate_iqm(runs, column, n_boot=n_boot).to_dict("records"):
+            if fewest[row["method"]] < MIN_CI_REPEATS:
+                row["ci_low"] = row["ci_high"] = math.nan
+            records.append({**row, "column": column, "n_tables": int(row["n_tables"]), "n_runs": int(row["n_runs"])})
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    cell = {(r["method"], r["column"]): r for r in records}
     headers = ["method", "tables", "runs", *[f"IQM {c.replace('_', ' ')} [95 % CI]" for c in columns]]
-    rows = [[m, str(int(first.loc[m, "n_tables"])), str(int(first.loc[m, "n_runs"])),
-             *[cell(frames[c], m) for c in columns]] for m in first.index]
-    return ("## Aggregate over tables (IQM, stratified bootstrap)\n\nIQM of the final normalised regret over every "
+    rows = [[m, str(cell[(m, columns[0])]["n_tables"]), str(cell[(m, columns[0])]["n_runs"]),
+             *[_iqm_ci(cell[(m, c)]) for c in columns]] for m in methods]
+    text = ("## Aggregate over tables (IQM, stratified bootstrap)\n\nIQM of the final normalised regret over every "
             "(table, repeat) run pooled (lower is better; 1 = the initial design's regret), with a 95 % "
-            "stratified percentile-bootstrap CI (repeats resampled within each table; none when a table has one "
-            "repeat), as rliable reports aggregate scores. `performance_profile.png` shows the whole "
-            "distribution: the fraction of runs ending at or below each normalised regret.\n\n"
+            "stratified percentile-bootstrap CI (repeats resampled within each table; none when a table has fewer "
+            f"than {MIN_CI_REPEATS} repeats), as rliable reports aggregate scores. `performance_profile.png` shows "
+            "the whole distribution: the fraction of runs ending at or below each normalised regret.\n\n"
             + _markdown(headers, rows))
+    return Section("aggregate", text, records)
 
 
-def _cost_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str]) -> str:
+def _cost_section(runs: pd.DataFrame, rounds: pd.DataFrame, order: list[str]) -> Section:
     """Evaluations, compute (cancelled replicates included) and rounds per method, averaged over runs."""
     finals = metrics.final_values(runs)
     n_rounds = rounds.groupby(["method", "table", "repeat"]).size() if len(rounds) else pd.Series(dtype=float)
-    rows = []
+    records = []
     for method in order:
         f = finals[finals["method"] == method]
-        evaluations = f["n_eval"].mean()
-        compute = f["compute"].mean() if "compute" in f.columns else float("nan")
+        compute = float(f["compute"].mean()) if "compute" in f.columns else math.nan
         per_run = n_rounds.loc[method] if method in n_rounds.index.get_level_values(0) else pd.Series([0])
-        rows.append([method, str(len(f)), _num(evaluations, 5), _num(compute, 5),
-                     _num(compute - evaluations, 4), _num(float(per_run.mean()), 4)])
+        records.append({"method": method, "runs": len(f), "evaluations": float(f["n_eval"].mean()),
+                        "compute": compute, "cancelled": compute - float(f["n_eval"].mean()),
+                        "bo_rounds": float(per_run.mean())})
+    rows = [[r["method"], str(r["runs"]), _num(r["evaluations"], 5), _num(r["compute"], 5), _num(r["cancelled"], 4),
+             _num(r["bo_rounds"], 4)] for r in records]
     headers = ["method", "runs", "evaluations", "compute", "cancelled (compute − evaluations)", "BO rounds"]
-    return ("## Evaluations and compute per run\n\nMeans over (table, repeat). Compute counts every "
+    text = ("## Evaluations and compute per run\n\nMeans over (table, repeat). Compute counts every "
             "replicate run launched, cancelled ones included.\n\n" + _markdown(headers, rows))
+    return Section("cost", text, records)
 
 
-def _k_section(rounds: pd.DataFrame, order: list[str]) -> str:
+def _k_section(rounds: pd.DataFrame, order: list[str]) -> Section:
     """Replicates per round: stop reasons and the histogram of k (Fig. 4, left)."""
     if rounds.empty:
-        return "## Replicates per round\n\nNo BO rounds were recorded."
+        return Section("replicates", "## Replicates per round\n\nNo BO rounds were recorded.",
+                       {"rows": [], "histogram": []})
     stats = metrics.k_statistics(rounds)
     reasons = rounds.groupby(["method", "stop_reason"]).size() if "stop_reason" in rounds else pd.Series()
-    ks = sorted(stats.histogram["k"].unique())
+    ks = [int(v) for v in sorted(stats.histogram["k"].unique())]
     hist = stats.histogram.set_index(["method", "k"])["count"]
-    rows_stop, rows_k = [], []
+    records, histogram = [], []
     for method in order:
         k = stats.scatter.loc[stats.scatter["method"] == method, "k"]
-        rows_stop.append([method, str(len(k)), _num(k.mean(), 3), _num(k.median(), 3)]
-                         + [str(int(reasons.get((method, r), 0))) for r in STOP_REASONS])
-        rows_k.append([method] + [str(int(hist.get((method, v), 0))) for v in ks])
-    return ("## Replicates per round (Fig. 4)\n\nRounds over all tables and repeats, and how each ended.\n\n"
+        records.append({"method": method, "rounds": len(k), "mean_k": float(k.mean()), "median_k": float(k.median()),
+                        **{r: int(reasons.get((method, r), 0)) for r in STOP_REASONS}})
+        histogram += [{"method": method, "k": v, "rounds": int(hist.get((method, v), 0))} for v in ks]
+    rows_stop = [[r["method"], str(r["rounds"]), _num(r["mean_k"], 3), _num(r["median_k"], 3),
+                  *[str(r[reason]) for reason in STOP_REASONS]] for r in records]
+    rows_k = [[m] + [str(h["rounds"]) for h in histogram if h["method"] == m] for m in order]
+    text = ("## Replicates per round (Fig. 4)\n\nRounds over all tables and repeats, and how each ended.\n\n"
             + _markdown(["method", "rounds", "mean k", "median k", *STOP_REASONS], rows_stop)
             + "\n\nNumber of rounds with k replicates:\n\n"
             + _markdown(["method", *[f"k={v}" for v in ks]], rows_k))
+    return Section("replicates", text, {"rows": records, "histogram": histogram})
 
 
 def _figure(n_panels: int, ncols: int = 3, size: tuple[float, float] = (4.2, 3.2)) -> tuple[Figure, list]:
-    """A figure with ``n_panels`` axes on an Agg canvas (unused grid cells hidden)."""
+    """A figure with ``n_panels`` axes on an Agg canvas (unused grid cells hidden; constrained layout keeps
+    labels, titles and the suptitle apart)."""
     ncols = max(1, min(ncols, n_panels))
     nrows = math.ceil(max(n_panels, 1) / ncols)
     fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
@@ -283,6 +367,21 @@ def _figure(n_panels: int, ncols: int = 3, size: tuple[float, float] = (4.2, 3.2
     return fig, axes[:max(n_panels, 1)]
 
 
+def _suptitle(fig: Figure, text: str) -> None:
+    """The figure's note: one line, or one line per ``;``-part when that would be wider than the figure."""
+    fits = len(text) <= fig.get_figwidth() * 14  # characters of a small font per inch, with a margin
+    fig.suptitle(text if fits else text.replace("; ", "\n"), fontsize="small")
+
+
+def _save(fig: Figure, png: Path) -> list[Path]:
+    """Save ``fig`` as ``png`` and beside it as SVG (text as text, no date: the same run gives the same bytes)."""
+    svg = png.with_suffix(".svg")
+    fig.savefig(png, dpi=120)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tune-risk"}):
+        fig.savefig(svg, format="svg", metadata={"Date": None})
+    return [png, svg]
+
+
 def _colours(order: list[str]) -> dict[str, tuple]:
     from matplotlib import colormaps
 
@@ -290,47 +389,54 @@ def _colours(order: list[str]) -> dict[str, tuple]:
     return {m: cmap(i % 10) for i, m in enumerate(order)}
 
 
-def _plot_regret_curves(curves: pd.DataFrame, order: list[str], path: Path) -> None:
-    """Fig. 3 / 8: IQM normalised regret vs evaluations with 95 % CI bands, one panel per table."""
+def _plot_regret_curves(curves: pd.DataFrame, order: list[str], path: Path) -> list[Path]:
+    """Fig. 3 / 8: IQM normalised regret vs evaluations with 95 % CI bands (where the repeats allow one),
+    one panel per table."""
     tables = sorted(curves["table"].unique())
     fig, axes = _figure(len(tables))
     colours = _colours(order)
     for ax, table in zip(axes, tables, strict=False):
         for method in order:
             c = curves[(curves["table"] == table) & (curves["method"] == method)]
+            enough = c["n_repeats"] >= MIN_CI_REPEATS
             ax.plot(c["n_eval"], c["iqm"], color=colours[method], label=method, drawstyle="steps-post")
-            ax.fill_between(c["n_eval"], c["ci_low"], c["ci_high"], color=colours[method], alpha=0.2, step="post")
-        ax.set(title=str(table), xlabel="evaluations", ylabel="normalised MV regret, IQM (lower is better)")
+            ax.fill_between(c["n_eval"], c["ci_low"].where(enough), c["ci_high"].where(enough),
+                            color=colours[method], alpha=0.2, step="post")
+        ax.set(title=str(table), xlabel="evaluations", ylabel="normalised MV regret, IQM\n(lower is better)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].legend(fontsize="small")
-    fig.suptitle(BAND_NOTE["regret"], fontsize="small")
-    fig.savefig(path, dpi=120)
+    few = bool((curves["n_repeats"] < MIN_CI_REPEATS).any())
+    _suptitle(fig, BAND_NOTE["regret"] + (NO_BAND if few else ""))
+    return _save(fig, path)
 
 
 PROFILE_PANELS = {"normalised_regret": "best configuration evaluated",
                   "normalised_recommended_regret": "recommended configuration (argmax LCB^MV)"}
 
 
-def _plot_profile(runs: pd.DataFrame, order: list[str], n_boot: int, path: Path) -> None:
+def _plot_profile(runs: pd.DataFrame, order: list[str], n_boot: int, path: Path) -> list[Path]:
     """Performance profiles (rliable): fraction of runs with final normalised regret <= tau, one panel for the
     best configuration evaluated and, if logged, one for the recommended one; stratified CI bands."""
     columns = [c for c in PROFILE_PANELS if c in runs.columns]
     fig, axes = _figure(len(columns), ncols=2, size=(5.6, 3.8))
     colours = _colours(order)
+    fewest = _fewest_repeats(metrics.final_values(runs))
     for ax, column in zip(axes, columns, strict=True):
         profile = metrics.performance_profile(runs, column, n_boot=n_boot)
         for method in order:
             p = profile[profile["method"] == method]
             ax.plot(p["tau"], p["fraction"], color=colours[method], label=method, drawstyle="steps-post")
-            ax.fill_between(p["tau"], p["ci_low"], p["ci_high"], color=colours[method], alpha=0.2, step="post")
-        ax.set(title=PROFILE_PANELS[column], xlabel="final normalised MV regret τ (1 = initial design's regret)",
-               ylabel="fraction of runs with regret ≤ τ (higher is better)", ylim=(-0.02, 1.02))
+            if fewest[method] >= MIN_CI_REPEATS:
+                ax.fill_between(p["tau"], p["ci_low"], p["ci_high"], color=colours[method], alpha=0.2, step="post")
+        ax.set(title=PROFILE_PANELS[column], xlabel="final normalised MV regret τ\n(1 = initial design's regret)",
+               ylabel="fraction of runs with regret ≤ τ\n(higher is better)", ylim=(-0.02, 1.02))
     axes[0].legend(fontsize="small")
-    fig.suptitle(BAND_NOTE["profile"], fontsize="small")
-    fig.savefig(path, dpi=120)
+    few = bool((fewest < MIN_CI_REPEATS).any())
+    _suptitle(fig, BAND_NOTE["profile"] + (NO_BAND if few else ""))
+    return _save(fig, path)
 
 
-def _plot_ranks(runs: pd.DataFrame, grid: np.ndarray, order: list[str], path: Path) -> None:
+def _plot_ranks(runs: pd.DataFrame, grid: np.ndarray, order: list[str], path: Path) -> list[Path]:
     """Fig. 2 / 5: mean rank ± SE over evaluations, for simple and cumulative regret."""
     fig, axes = _figure(2)
     colours = _colours(order)
@@ -345,11 +451,11 @@ def _plot_ranks(runs: pd.DataFrame, grid: np.ndarray, order: list[str], path: Pa
         ax.set(title=f"rank on {name}", xlabel="evaluations", ylabel="mean rank (lower is better)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].legend(fontsize="small")
-    fig.suptitle(BAND_NOTE["ranks"], fontsize="small")
-    fig.savefig(path, dpi=120)
+    _suptitle(fig, BAND_NOTE["ranks"])
+    return _save(fig, path)
 
 
-def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatter_path: Path) -> None:
+def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatter_path: Path) -> list[Path]:
     """Fig. 4: histogram of k per method (left) and k against the scaled true MV (right)."""
     colours = _colours(order)
     fig_h, axes_h = _figure(len(order))
@@ -363,23 +469,57 @@ def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatt
             for ax in (ax_h, ax_s):
                 ax.text(0.5, 0.5, "no BO rounds", ha="center", va="center", transform=ax.transAxes)
         ax_h.set(title=method, xlabel="replicates k", ylabel="rounds")
-        ax_s.set(title=method, xlabel="true MV, scaled to [0, 1] per table (higher is better)", ylabel="replicates k")
+        ax_s.set(title=method, xlabel="true MV, scaled to [0, 1] per table\n(higher is better)", ylabel="replicates k")
         for axis in (ax_h.xaxis, ax_h.yaxis, ax_s.yaxis):  # k and round counts are integers
             axis.set_major_locator(MaxNLocator(integer=True))
-    fig_h.savefig(hist_path, dpi=120)
-    fig_s.savefig(scatter_path, dpi=120)
+    return [*_save(fig_h, hist_path), *_save(fig_s, scatter_path)]
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with NaN/inf as ``None`` and numpy scalars as Python numbers (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _header(title: str, runs: pd.DataFrame, order: list[str], test_seeds: int, n_boot: int) -> Section:
+    """The title line: tables, methods, repeats, evaluations, and why there is no interval if there is none."""
+    finals = metrics.final_values(runs)
+    repeats, fewest = int(finals.groupby(["table", "method"]).size().max()), int(_fewest_repeats(finals).min())
+    text = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
+            f"({', '.join(order)}), {repeats} repeat(s), "
+            f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
+    if fewest < MIN_CI_REPEATS:
+        text += (f" No confidence interval is printed or drawn where a table has fewer than {MIN_CI_REPEATS} repeats "
+                 f"(here as few as {fewest}): a 95 % bootstrap CI needs ≥ {MIN_CI_REPEATS} repeats.")
+    data = {"title": title, "tables": sorted(str(t) for t in runs["table"].unique()), "methods": order,
+            "repeats": repeats, "fewest_repeats": fewest, "max_evaluations": int(finals["n_eval"].max()),
+            "test_seeds": test_seeds, "min_ci_repeats": MIN_CI_REPEATS, "ci_level": 0.95, "n_boot": n_boot}
+    return Section("run", text, data)
 
 
 def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
                   title: str = "Offline replay benchmark", grid_points: int = 200, n_boot: int = 2000,
                   test_seeds: int = 0) -> list[Path]:
-    """Write ``summary.md`` and the five PNG figures into ``out_dir``; return the written paths.
+    """Write ``summary.md``, ``summary.json`` and the five figures (PNG and SVG) into ``out_dir``; return the paths.
 
     ``runs`` and ``rounds`` are the replay's frames (``runs.csv`` / ``rounds.csv``).  Curves and rank
     trajectories are drawn on at most ``grid_points`` evaluation counts; thresholds use every count.
     ``n_boot`` sets the bootstrap resamples of every CI (seeded, so the output is deterministic).
     ``test_seeds``: the held-out seeds of the replay (``--test-seeds``); when > 0 the summary opens with the
-    recommended configurations scored on them.
+    recommended configurations scored on them.  ``summary.json`` maps each section's key (``run``, ``heldout``,
+    ``ranks``, ``aggregate``, ``thresholds``, ``final_regret``, ``cost``, ``replicates``) to its numbers.
+
+    Example:
+        >>> paths = write_summary(runs, rounds, "results/replay", n_boot=200)   # doctest: +SKIP
+        >>> json.loads(paths[1].read_text())["run"]["repeats"]                   # doctest: +SKIP
+        20
     """
     if runs.empty:
         raise ValueError("runs is empty: nothing to summarise")
@@ -389,21 +529,16 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     if rounds.empty:
         rounds = pd.DataFrame(columns=["table", "method", "repeat", "round", "k", "stop_reason", "mv_true"])
     grid = metrics.default_grid(runs, grid_points)
-    finals = metrics.final_values(runs)
-    header = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
-              f"({', '.join(order)}), {finals.groupby(['table', 'method']).size().max()} repeat(s), "
-              f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
-    sections = [header, *filter(None, [_warning_section(runs), _heldout_section(runs, rounds, order, n_boot, test_seeds)]),
-                _rank_section(runs, order), _aggregate_section(runs, n_boot),
-                _threshold_sections(runs, order),
-                _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order),
-                _k_section(rounds, order)]
-    paths = [out / name for name in ("summary.md", "regret_curves.png", "ranks_over_time.png",
-                                     "k_histogram.png", "k_vs_mv.png", "performance_profile.png")]
-    paths[0].write_text("\n\n".join(sections) + "\n", encoding="utf-8")
+    sections = [_header(title, runs, order, test_seeds, n_boot),
+                *filter(None, [_warning_section(runs), _heldout_section(runs, rounds, order, n_boot, test_seeds)]),
+                _rank_section(runs, order), _aggregate_section(runs, n_boot), _threshold_sections(runs, order),
+                _final_regret_section(runs, order, n_boot), _cost_section(runs, rounds, order), _k_section(rounds, order)]
+    md, js = out / "summary.md", out / "summary.json"
+    md.write_text("\n\n".join(s.markdown for s in sections) + "\n", encoding="utf-8")
+    js.write_text(json.dumps(_jsonable({s.key: s.data for s in sections}), indent=1, allow_nan=False) + "\n",
+                  encoding="utf-8")
     curves = metrics.regret_curves(runs, "normalised_regret", grid, n_boot=n_boot)
-    _plot_regret_curves(curves, order, paths[1])
-    _plot_ranks(runs, grid, order, paths[2])
-    _plot_k(metrics.k_statistics(rounds), order, paths[3], paths[4])
-    _plot_profile(runs, order, n_boot, paths[5])
-    return paths
+    return [md, js, *_plot_regret_curves(curves, order, out / "regret_curves.png"),
+            *_plot_ranks(runs, grid, order, out / "ranks_over_time.png"),
+            *_plot_k(metrics.k_statistics(rounds), order, out / "k_histogram.png", out / "k_vs_mv.png"),
+            *_plot_profile(runs, order, n_boot, out / "performance_profile.png")]
