@@ -79,11 +79,15 @@ def record(finals_path: Path, store: UnitStore, table: str, method: str, repeats
     scratch.replace(finals_path)
 
 
-def replay_budget(tables: list[Path], budget: int, repeats: int, out: Path, finals_path: Path) -> None:
-    """Replay every (method, table) of the plan whose repeats are not all in the committed finals yet."""
+def replay_budget(tables: list[Path], budget: int, repeats: int, out: Path, finals_path: Path,
+                  rerun: frozenset[str] = frozenset()) -> None:
+    """Replay every (method, table) of the plan whose repeats are not all in the committed finals yet, and
+    every one of the ``rerun`` methods whatever the finals hold (their rows are replaced table by table, so
+    an interrupted rerun keeps the old rows of the tables it has not reached; the units under ``out``
+    resume it)."""
     for method, n in plan(budget, repeats):
         for table in tables:
-            if done_repeats(load_finals(finals_path), table.stem, method) >= set(range(n)):
+            if method not in rerun and done_repeats(load_finals(finals_path), table.stem, method) >= set(range(n)):
                 continue
             argv = ["replay", "--methods", method, "--repeats", str(n), "--budget", str(budget), "--test-seeds",
                     "20", "--warp", "online", "--out", str(out), "--table", str(table)]
@@ -136,6 +140,9 @@ def target_check(finals: pd.DataFrame, ours: str = "tune-risk") -> str:
     test over the repeats both ran (the recommendation issue's target: lowest, or separable from none of them).
 
     A rival with too few shared repeats for the test to reach p < 0.05 is listed as untested, not as a tie.
+    A separable rival whose lower mean comes from a few repeats while ``ours`` is lower on most of them (the
+    median paired difference favours ``ours``) is reported as a split, with the count, not as a win for
+    either side: the mean and the ranks disagree, and the reader should see both.
     """
     from tune_risk.offline.metrics import paired_p_value, wilcoxon_min_pairs
 
@@ -146,7 +153,7 @@ def target_check(finals: pd.DataFrame, ours: str = "tune-risk") -> str:
             continue
         mine = wide[ours].mean()
         rivals = wide.drop(columns=[ours]).mean().sort_values()
-        cells, worse, untested = [], [], []
+        cells, worse, split, untested = [], [], [], []
         for rival, mean in rivals[rivals < mine].items():
             both = wide[[ours, rival]].dropna()
             if len(both) < wilcoxon_min_pairs():
@@ -156,8 +163,14 @@ def target_check(finals: pd.DataFrame, ours: str = "tune-risk") -> str:
             p = paired_p_value(both[ours].to_numpy(), both[rival].to_numpy())
             cells.append(f"{rival} {mean:.3f} ({len(both)}, {p:.2g})")
             if p < 0.05:
-                worse.append(rival)
+                difference = both[ours] - both[rival]
+                if difference.median() > 0:
+                    worse.append(rival)
+                else:
+                    split.append(f"{rival}: lower mean, {ours} lower in {int((difference < 0).sum())} of {len(both)}")
         verdict = ("worse than " + ", ".join(worse)) if worse else ("lowest" if not cells else "not separable")
+        if split:
+            verdict += " (split with " + "; ".join(split) + ")"
         if untested and not worse:
             verdict += " (untested: " + ", ".join(untested) + ")"
         lines.append(f"| {table} | {mine:.3f} | {'; '.join(cells) or '-'} | {verdict} |")
@@ -190,13 +203,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=ROOT / "experiments" / "peers_replay_results")
     parser.add_argument("--only-combine", action="store_true", help="write the results of the units done so far")
     parser.add_argument("--partial", action="store_true", help="combine even when some units are missing")
+    parser.add_argument("--rerun", default="", help="comma-separated methods to replay again although the finals "
+                        "hold them (after their defaults changed; use a fresh --out, whose units would be stale)")
     args = parser.parse_args(argv)
+    rerun = frozenset(m for m in args.rerun.split(",") if m)
+    known = {m for b in args.budgets for m, _ in plan(b, args.repeats)}
+    if rerun - known:
+        parser.error(f"--rerun: {', '.join(sorted(rerun - known))} not in the plan ({', '.join(sorted(known))})")
     tables = sorted((ROOT / "datasets").glob("*.parquet"))
     if args.tables:
         tables = [t for t in tables if t.stem in args.tables]
     for budget in args.budgets:
         if not args.only_combine:
-            replay_budget(tables, budget, args.repeats, args.out / f"b{budget}", args.results / f"b{budget}" / "finals.csv")
+            replay_budget(tables, budget, args.repeats, args.out / f"b{budget}", args.results / f"b{budget}" / "finals.csv",
+                          rerun)
         combine(tables, budget, args.repeats, args.results, args.partial)
     return 0
 

@@ -198,6 +198,7 @@ def test_tune_risk_method_is_risk_aware_searchs_defaults():
     replay = method_settings("tune-risk", 200, seed=4, warp="online").to_dict()
     protocol = {"common_random_numbers", "max_active_configs"}  # the replay's protocol, not a default
     assert {k: v for k, v in live.items() if k not in protocol} == {k: v for k, v in replay.items() if k not in protocol}
+    assert live["recommend"] == "evidence" and live["method"] == "erahbo"
 
 
 def test_peer_regret_shares_the_initial_designs_scale(table):

@@ -57,6 +57,19 @@ def test_replay_budget_replays_only_what_the_committed_finals_lack(tmp_path: Pat
     assert [m for m, _ in calls] == [m for m, _ in study.plan(300, 2)]
 
 
+def test_rerun_replays_a_method_the_finals_already_hold(tmp_path: Path, monkeypatch) -> None:
+    finals = tmp_path / "finals.csv"
+    pd.DataFrame([{"table": "t1", "method": m, "repeat": r} for m, n in study.plan(300, 2) for r in range(n)]
+                 ).to_csv(finals, index=False)
+    calls: list[str] = []
+    monkeypatch.setattr(study, "tune_risk_main", lambda argv: calls.append(argv[argv.index("--methods") + 1]) or 0)
+    monkeypatch.setattr(study, "record", lambda *args: None)
+    study.replay_budget([Path("t1.parquet")], 300, 2, tmp_path / "out", finals, rerun=frozenset({"tune-risk"}))
+    assert calls == ["tune-risk"]
+    with pytest.raises(SystemExit):
+        study.main(["--budgets", "300", "--rerun", "tune-riks", "--only-combine"])
+
+
 def test_finals_of_refuses_a_partial_budget_unless_asked(tmp_path: Path) -> None:
     finals = tmp_path / "finals.csv"
     pd.DataFrame([{"table": "t1", "method": "tune-risk", "repeat": 0, "normalised_heldout_mv_regret": 0.1},
@@ -84,6 +97,16 @@ def test_target_check_does_not_call_too_few_pairs_a_tie() -> None:
     ours = np.linspace(0.5, 0.7, 20)
     text = study.target_check(finals_frame(ours, {"few": ours[:5] - 0.3}))
     assert "untested: few" in text and "(5, untested)" in text and "worse" not in text
+
+
+def test_target_check_calls_a_mean_won_by_one_outlier_a_split_not_a_loss() -> None:
+    """A rival lower on average only because ``ours`` has one disastrous repeat, while ``ours`` is lower on
+    the other 19: separable (p < 0.05) but in the direction of the ranks, so a split, never "worse"."""
+    rival = np.linspace(0.02, 0.04, 20)
+    ours = rival - 0.01
+    ours[0] = 1.0
+    text = study.target_check(finals_frame(ours, {"a": rival}))
+    assert "worse" not in text and "split with a: lower mean, tune-risk lower in 19 of 20" in text
 
 
 def test_target_check_lowest_when_no_method_is_lower() -> None:

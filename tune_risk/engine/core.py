@@ -66,6 +66,7 @@ from tune_risk.engine.records import (
     Signal,
     Slot,
     SlotState,
+    sample_mv_lower_bound,
     sample_statistics,
 )
 from tune_risk.engine.snapshots import ModelSnapshot, outside_support
@@ -368,7 +369,9 @@ class Engine:
         ``argmax`` of the posterior MV ``mu_f - alpha max(mu_var, 0)`` over the configurations with at least
         ``min(ceil(k_max / 2), max_c k_c)`` seeds: a configuration is deployed on the evidence of its own
         seeds, and the LCB's penalty on the variance GP's uncertainty does not favour configurations that
-        never learn (zero spread). Ties: the first configuration proposed.
+        never learn (zero spread). ``"evidence"``: among the same configurations, ``argmax`` of the lower
+        bound of MV from the configuration's own seeds (:func:`sample_mv_lower_bound`), so that a nearly
+        constant G_f cannot shrink what the seeds show. Ties: the first configuration proposed.
         """
         records = [r for r in self.records if self.has_data(r)]
         model = self.risk_model()
@@ -379,8 +382,12 @@ class Engine:
             return records[int(torch.argmax(model.lcb_mv(X, self.settings.kappa_acq)))]
         seeds = torch.tensor([r.n_incorporated for r in records])
         needed = min(math.ceil(self.settings.k_max / 2), int(seeds.max()))
-        score = model.posterior_mv(X).masked_fill(seeds < needed, -math.inf)
-        return records[int(torch.argmax(score))]
+        if self.settings.recommend == "posterior":
+            score = model.posterior_mv(X)
+        else:  # "evidence": the configuration's own seeds, no GP
+            score = torch.tensor([sample_mv_lower_bound(self._processed(r.incorporated_values(), self.warp),
+                                                        self.settings.alpha) for r in records], dtype=torch.float64)
+        return records[int(torch.argmax(score.masked_fill(seeds < needed, -math.inf)))]
 
     @property
     def rho_bar_sq(self) -> float:

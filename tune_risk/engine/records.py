@@ -8,6 +8,8 @@ can have several runs but at most one result.
 
 from __future__ import annotations
 
+import math
+
 import enum
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,6 +155,25 @@ class ConfigRecord:
 def sample_statistics(values: np.ndarray) -> tuple[float, float]:
     """Sample mean and unbiased sample variance (ERAHBO eq. 7); needs ``k >= 2``."""
     return float(np.mean(values)), float(np.var(values, ddof=1))
+
+
+def sample_mv_lower_bound(values: np.ndarray, alpha: float) -> float:
+    """A lower bound of a configuration's MV from its own ``k >= 2`` returns alone, one standard error each way.
+
+    ``m - s / sqrt(k) - alpha * s^2 * (1 + sqrt(2 / (k - 1)))``: the mean less its standard error, and the
+    sample variance plus its standard error under normal returns (``Var[s^2] = 2 sigma^4 / (k - 1)``), with
+    ``m, s^2`` of eq. 7. No GP enters, so a mean GP whose long lengthscales pull every configuration towards
+    one value cannot hide what a configuration's seeds show (A-21, ``recommend="evidence"``).
+
+    Example:
+        >>> round(sample_mv_lower_bound(np.array([0.0, 0.0, 0.0, 0.0]), alpha=1.0), 3)
+        0.0
+        >>> sample_mv_lower_bound(np.array([0.1, 0.3]), 1.0) < 0.2 - 0.02
+        True
+    """
+    mean, variance = sample_statistics(values)
+    k = values.size
+    return mean - math.sqrt(variance / k) - alpha * variance * (1.0 + math.sqrt(2.0 / (k - 1)))
 
 
 def sample_mean_variance(samples: np.ndarray, alpha: float = 1.0) -> np.ndarray:

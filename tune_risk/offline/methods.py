@@ -32,6 +32,7 @@ METHOD_HELP = f"{OWN_HELP}; peers: {PEER_HELP}"
 TUNE_RISK = "tune-risk"
 """The method of ``RiskAwareSearch``'s defaults: what a user who changes nothing gets (see ``tune_risk_settings``)."""
 TUNE_RISK_INTENSIFY = 0.1  # RiskAwareSearch(intensify=0.1): a fraction of the budget (tests tie the two)
+TUNE_RISK_RECOMMEND = "evidence"  # RiskAwareSearch's engine for method="erahbo" (tests tie the two)
 SMAC = "smac"
 _METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
 _PEER_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)-rep(\d+)$")
@@ -82,12 +83,13 @@ def method_settings(name: str, budget: int, seed: int, warp: str = "pooled", **o
 def tune_risk_settings(budget: int, common: dict[str, Any], overrides: dict[str, Any]) -> EngineSettings:
     """``tune-risk``: the engine of ``RiskAwareSearch(budget=budget)`` with every other argument left out.
 
-    ERAHBO with ``k_init = k_min = 2``, incumbent intensification on 10 % of the budget, and the budget
+    ERAHBO with ``k_init = k_min = 2``, incumbent intensification on 10 % of the budget, the ``evidence``
+    recommendation (A-21), and the budget
     counted in *runs* as under Tune (``budget_unit="runs"``: the initial design and cancelled runs are
     charged), so that ``--budget`` is the whole spend, as it is for a peer. ``overrides`` (engine flags)
     apply on top, except ``budget_unit``, which is what makes the comparison with peers equal.
     """
-    settings = {**common, "k_min": 2, "k_init": 2, "budget_unit": "runs",
+    settings = {**common, "k_min": 2, "k_init": 2, "budget_unit": "runs", "recommend": TUNE_RISK_RECOMMEND,
                 "intensify": int(round(TUNE_RISK_INTENSIFY * budget))}
     overrides.pop("schedule_param", None)
     settings.update(overrides)

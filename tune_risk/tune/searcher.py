@@ -709,7 +709,10 @@ def _engine_settings(method: str, given: dict[str, Any], engine_options: dict[st
     if method == "gp-ucb" and alpha not in (None, 0, 0.0):
         raise ValueError(f"RiskAwareSearch: method='gp-ucb' is risk neutral (alpha = 0), got alpha={alpha!r}")
     k_min = 2 if k_min is None else k_min
-    overrides = {**given, "budget_unit": "runs", **engine_options}
+    # ERAHBO deploys on the evidence of a configuration's own seeds (A-21: at budget 1500 the paper's argmax
+    # LCB^MV recommends configurations that never learn on dqn_acrobot, README "Against what Ray Tune users run").
+    recommend = {"recommend": "evidence"} if method == "erahbo" else {}
+    overrides = {**given, "budget_unit": "runs", **recommend, **engine_options}
     if overrides["k_init"] is None and method == "erahbo":
         overrides["k_init"] = k_min
     if method == "erahbo":
