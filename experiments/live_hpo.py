@@ -207,17 +207,21 @@ def prewarm_cache(space: dict, args: argparse.Namespace) -> tuple[str, float, in
     return cache, time.perf_counter() - started, count_programs(cache)
 
 
-def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callable, str | None, object | None]:
+def make_method_trainable(args: argparse.Namespace, method: str,
+                          checkpoint: bool = False) -> tuple[Callable, str | None, object | None]:
     """The trainable, its cache directory and its pool (``--pool``; else ``None``): a fresh JAX compilation
     cache per method (unless ``--no-compilation-cache``), so a method's workers share its compiled programs
-    and no method inherits another's; likewise a fresh pool per method."""
+    and no method inherits another's; likewise a fresh pool per method. ``checkpoint``: a pooled trainable
+    that checkpoints its run state after every chunk (PBT's exploit restores it; needs ``--pool``)."""
     cache = None if args.no_compilation_cache else tempfile.mkdtemp(prefix=f"live_hpo_{method}_jax_")
     if cache is not None and args.prewarmed:  # every method starts from the same pre-warmed programs
         shutil.copytree(args.prewarmed, cache, dirs_exist_ok=True)
     budgets = trial_budgets(args)
     if args.pool:  # GPU fractions go to the pool's workers; thin trials hold no resources worth naming
         pool = rl_tasks.WorkerPool(args.workers, gpus_per_worker=args.gpus_per_trial, compilation_cache_dir=cache)
-        return rl_tasks.make_pooled_trainable(pool, args.algo, args.env, **budgets), cache, pool
+        return rl_tasks.make_pooled_trainable(pool, args.algo, args.env, **budgets, checkpoint=checkpoint), cache, pool
+    if checkpoint:
+        raise ValueError("a checkpointing trainable (PBT) trains on the pool: pass --pool")
     trainable = rl_tasks.make_trainable(args.algo, args.env, **budgets, compilation_cache_dir=cache)
     if args.gpus_per_trial > 0:  # e.g. 0.25: four JAX trials share a GPU (set XLA_PYTHON_CLIENT_PREALLOCATE=false)
         trainable = tune.with_resources(trainable, {"cpu": 1, "gpu": args.gpus_per_trial})
@@ -225,8 +229,8 @@ def make_method_trainable(args: argparse.Namespace, method: str) -> tuple[Callab
 
 
 def reevaluate(configs: list[dict], trainable, args: argparse.Namespace) -> list[np.ndarray]:
-    """Final returns of every configuration on the same fresh seeds, all in one Tune run (a grid over
-    configuration index x seed; each hyperparameter is looked up from the index)."""
+    """Final returns of every configuration on the same fresh seeds (``FRESH_SEED_OFFSET + i``, in that order),
+    all in one Tune run (a grid over configuration index x seed; each hyperparameter is looked up from the index)."""
     names = sorted(set().union(*configs))
     space = {"config_index": tune.grid_search(list(range(len(configs)))),
              "seed": tune.grid_search([FRESH_SEED_OFFSET + i for i in range(args.eval_seeds)]),
@@ -236,10 +240,11 @@ def reevaluate(configs: list[dict], trainable, args: argparse.Namespace) -> list
         tune_config=tune.TuneConfig(metric="return", mode="max", max_concurrent_trials=args.workers, reuse_actors=True),
         run_config=tune.RunConfig(verbose=0, name="live-reevaluation"),
     ).fit()
-    returns: list[list[float]] = [[] for _ in configs]
+    returns = np.full((len(configs), args.eval_seeds), np.nan)  # in seed order, whatever order the trials ended
     for result in results:
-        returns[int(result.config["config_index"])].append(float(result.metrics["return"]))
-    return [np.array(r) for r in returns]
+        returns[int(result.config["config_index"]), int(result.config["seed"]) - FRESH_SEED_OFFSET] = float(
+            result.metrics["return"])
+    return list(returns)
 
 
 def main() -> None:
@@ -307,10 +312,15 @@ def reevaluated_mv(rows: list[dict], args: argparse.Namespace) -> dict[str, tupl
     if pool:
         pool.shutdown()
     keys = list(returns)
-    warped = np.split(warp_values(np.concatenate([returns[k] for k in keys])),
-                      np.cumsum([len(returns[k]) for k in keys])[:-1])
-    return {k: (float(returns[k].mean()), float(returns[k].std(ddof=1)), float(w.mean() - w.var(ddof=1)))
-            for k, w in zip(keys, warped, strict=True)}
+    return dict(zip(keys, mv_on_one_warp([returns[k] for k in keys]), strict=True))
+
+
+def mv_on_one_warp(returns: list[np.ndarray]) -> list[tuple[float, float, float]]:
+    """``(mean return, std, MV)`` of each array of returns, the MV (mean - variance, ``alpha = 1``) on one warp
+    fitted to all of them together, so that the arrays (configurations, methods) are comparable."""
+    warped = np.split(warp_values(np.concatenate(returns)), np.cumsum([len(r) for r in returns])[:-1])
+    return [(float(r.mean()), float(r.std(ddof=1)), float(w.mean() - w.var(ddof=1)))
+            for r, w in zip(returns, warped, strict=True)]
 
 
 def time_to_reach(row: dict, target: float, mv: dict) -> tuple[float, float]:

@@ -79,7 +79,7 @@ from ray.exceptions import ObjectLostError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rl_tasks.pinning import pin_once
-from rl_tasks.seed_run import Chunk
+from rl_tasks.seed_run import Chunk, RunState
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +157,9 @@ class WorkerPool:
         return Lease(self._handle(), lease_id, worker, token)
 
     def start_replicate(self, algo: str, env: str, config: Mapping[str, Any], seed: int, total_timesteps: int,
-                        eval_every: int, eval_episodes: int) -> tuple[Lease, int]:
-        """Lease a worker and ``start`` the replicate there: the lease and the worker's pid.
+                        eval_every: int, eval_episodes: int, resume: RunState | None = None) -> tuple[Lease, int]:
+        """Lease a worker and ``start`` the replicate there (from ``resume``, a ``SeedRun.snapshot``, if given):
+        the lease and the worker's pid.
 
         A worker found dead before the replicate started on it (it died while free, before the manager
         heard of it) is replaced and another one leased, up to ``size + 1`` times: nothing of the replicate
@@ -170,7 +171,7 @@ class WorkerPool:
         for attempt in itertools.count(1):
             lease = self.lease()
             try:
-                return lease, lease.start(algo, env, config, seed, total_timesteps, eval_every, eval_episodes)
+                return lease, lease.start(algo, env, config, seed, total_timesteps, eval_every, eval_episodes, resume)
             except PoolWorkerLost:
                 lease.release()
                 if attempt > self._size:
@@ -286,17 +287,23 @@ class Lease:
         self._released = False
 
     def start(self, algo: str, env: str, config: Mapping[str, Any], seed: int, total_timesteps: int,
-              eval_every: int, eval_episodes: int) -> int:
-        """Build the replicate's ``rl_tasks.seed_run.SeedRun`` on the worker; returns the worker's pid.
+              eval_every: int, eval_episodes: int, resume: RunState | None = None) -> int:
+        """Build the replicate's ``rl_tasks.seed_run.SeedRun`` on the worker (continuing ``resume`` if given);
+        returns the worker's pid.
 
         Raises:
             PoolWorkerLost: the worker died; the replicate's own errors (e.g. ``ValueError``) as raised.
         """
-        return self._call("start", algo, env, dict(config), int(seed), total_timesteps, eval_every, eval_episodes)
+        return self._call("start", algo, env, dict(config), int(seed), total_timesteps, eval_every, eval_episodes,
+                          resume)
 
     def advance(self) -> Chunk:
         """Train and evaluate the next chunk on the worker."""
         return self._call("advance")
+
+    def snapshot(self) -> RunState:
+        """The replicate's progress (``SeedRun.snapshot``), e.g. for a checkpoint."""
+        return self._call("snapshot")
 
     def release(self) -> None:
         """Give the worker back (a dead one is replaced). Idempotent; never raises (it runs in ``finally``)."""
@@ -574,14 +581,14 @@ class _PoolWorker:
         return os.getpid()
 
     def start(self, lease_id: int, algo: str, env: str, config: dict, seed: int, total_timesteps: int,
-              eval_every: int, eval_episodes: int) -> int:
+              eval_every: int, eval_episodes: int, resume: RunState | None = None) -> int:
         from rl_tasks.seed_run import SeedRun  # noqa: PLC0415
 
         self.warm()  # the manager's warm-up call and this one come from different callers: either may run first
         self._lease, self._run = lease_id, None  # a previous (released or orphaned) run is dropped first
         started = time.perf_counter()
         try:
-            self._run = SeedRun(algo, env, config, seed, total_timesteps, eval_every, eval_episodes)
+            self._run = SeedRun(algo, env, config, seed, total_timesteps, eval_every, eval_episodes, resume)
         finally:
             self._busy += time.perf_counter() - started
         return os.getpid()
@@ -597,6 +604,11 @@ class _PoolWorker:
             raise
         finally:
             self._busy += time.perf_counter() - started
+
+    def snapshot(self, lease_id: int) -> RunState:
+        if self._lease != lease_id or self._run is None:
+            raise RuntimeError(f"pool worker {os.getpid()}: lease {lease_id} has no started run here")
+        return self._run.snapshot()
 
     def busy_seconds(self) -> float:
         return self._busy

@@ -44,6 +44,22 @@ class Chunk:
     seconds: float = field(default=0.0, compare=False)
 
 
+@dataclass(frozen=True)
+class RunState:
+    """A ``SeedRun``'s progress as host arrays, picklable: what a checkpoint holds (e.g. for Tune's
+    ``PopulationBasedTraining``), enough to continue the run in another process.
+
+    Attributes:
+        leaves: the training state's leaves (``jax.tree.leaves``), as numpy arrays.
+        done: training iterations trained so far.
+        evaluations: evaluations run so far (intermediate evaluation keys are folded in by this count).
+    """
+
+    leaves: tuple[Any, ...]
+    done: int
+    evaluations: int
+
+
 class SeedRun:
     """One seed's training state, advanced one chunk at a time.
 
@@ -58,13 +74,16 @@ class SeedRun:
         total_timesteps: training budget in environment steps (rounded up to whole iterations).
         eval_every: environment steps per chunk (rounded to whole iterations, at least one).
         eval_episodes: greedy evaluation episodes per evaluation.
+        resume: continue from this state (``snapshot()`` of a run with the same task, budgets and static
+            hyperparameters; the traced ones, e.g. ``learning_rate``, may differ: PBT's explore step).
 
     Raises:
-        ValueError: unknown task, hyperparameters outside their domain, or non-positive budgets.
+        ValueError: unknown task, hyperparameters outside their domain, non-positive budgets, or a ``resume``
+            state whose arrays do not fit this configuration's training state.
     """
 
     def __init__(self, algo: str, env: str, config: Mapping[str, Any], seed: int, total_timesteps: int,
-                 eval_every: int, eval_episodes: int) -> None:
+                 eval_every: int, eval_episodes: int, resume: RunState | None = None) -> None:
         if eval_every <= 0:
             raise ValueError(f"eval_every={eval_every} must be positive")
         import jax  # noqa: PLC0415 - JAX loads in training processes only
@@ -77,6 +96,26 @@ class SeedRun:
         self._chunk = chunk_lengths(self._program.iteration_steps, self._program.n_iterations, eval_every)[0]
         self._done = 0
         self._evaluations = 0
+        if resume is not None:
+            self._resume(resume)
+
+    def _resume(self, state: RunState) -> None:
+        """Replace the fresh state by ``state``'s (same shapes and dtypes, else ``ValueError``)."""
+        from jax import numpy as jnp  # noqa: PLC0415
+
+        fresh = [(leaf.shape, leaf.dtype) for leaf in self._state]
+        given = [(leaf.shape, leaf.dtype) for leaf in state.leaves]
+        if fresh != given or not 0 <= state.done <= self._program.n_iterations:
+            raise ValueError("SeedRun: the resumed state does not fit this configuration's training state (another "
+                             "static hyperparameter, task or budget?)")
+        self._state = [jnp.asarray(leaf) for leaf in state.leaves]
+        self._done, self._evaluations = int(state.done), int(state.evaluations)
+
+    def snapshot(self) -> RunState:
+        """The run's progress as host arrays (a copy: training on does not change it)."""
+        import numpy as np  # noqa: PLC0415
+
+        return RunState(tuple(np.array(leaf) for leaf in self._state), self._done, self._evaluations)
 
     @property
     def finished(self) -> bool:

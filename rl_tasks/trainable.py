@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rl_tasks.envs import check_task
 from rl_tasks.pinning import pin_once
-from rl_tasks.seed_run import Chunk
+from rl_tasks.seed_run import Chunk, RunState
 
 
 def make_trainable(
@@ -104,6 +107,7 @@ def make_pooled_trainable(
     eval_episodes: int = 128,
     seed_key: str = "seed",
     metric: str = "return",
+    checkpoint: bool = False,
 ) -> Callable[[dict[str, Any]], None]:
     """A thin Tune function trainable whose replicate trains on a warm ``WorkerPool`` worker.
 
@@ -116,6 +120,13 @@ def make_pooled_trainable(
     (raised inside ``tune.report``) ends it at the next chunk and the lease is released in a ``finally``.
     The trial requests ``pool.trial_resources`` (a hundredth of its slot's CPU: the worker holds the rest);
     give Tune ``max_concurrent_trials=pool.size``.
+
+    ``checkpoint=True`` (for ``PopulationBasedTraining`` and PB2): every report but the last carries a
+    ``tune.Checkpoint`` of the run's state (``SeedRun.snapshot``: training state, iterations and evaluations
+    done), and a trial started with ``tune.get_checkpoint()`` continues that state with its own config, whose
+    static hyperparameters must be the checkpoint's (PBT's exploit copies them with the checkpoint; mutate only
+    traced ones). The last report has none: a finished run cannot be continued. Such a trainable is not
+    prefetched (no ``pooled_task``: a prefetched replicate would start from scratch).
 
     Raises:
         TypeError: ``pool`` is not a ``WorkerPool``.
@@ -134,7 +145,11 @@ def make_pooled_trainable(
         started = time.perf_counter()
         seed = _seed_of(config, seed_key)
         trial_id = tune.get_context().get_trial_id()
-        pid = pool.claim(trial_id) if trial_id else None
+        snapshot = None
+        if checkpoint:
+            resume, pid = _restored_state(), None
+        else:
+            resume, pid = None, pool.claim(trial_id) if trial_id else None
         if pid is not None:  # started early by rl_tasks.PoolPrefetch: relay its chunks as they are trained
             chunks = (pool.next_chunk(trial_id, index) for index in itertools.count())
             try:
@@ -142,14 +157,19 @@ def make_pooled_trainable(
             finally:  # also on Tune's STOP: detaching stops its training after the chunk in progress
                 pool.detach(trial_id)
             return
-        lease, pid = pool.start_replicate(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes)
+        lease, pid = pool.start_replicate(algo, spec.name, config, seed, total_timesteps, eval_every, eval_episodes,
+                                          resume)
+        if checkpoint:
+            snapshot = lease.snapshot
         try:
             chunks = (lease.advance() for _ in itertools.count())
-            _report_until_final(chunks, metric, time.perf_counter() - started, pid)
+            _report_until_final(chunks, metric, time.perf_counter() - started, pid, snapshot)
         finally:  # also on Tune's STOP: tune.report raises SystemExit in this thread
             lease.release()
 
-    trainable.pooled_task = PooledTask(pool, algo, spec.name, total_timesteps, eval_every, eval_episodes, seed_key)
+    if not checkpoint:
+        trainable.pooled_task = PooledTask(pool, algo, spec.name, total_timesteps, eval_every, eval_episodes,
+                                           seed_key)
     return tune.with_resources(_named(trainable, algo, spec.alias), pool.trial_resources)
 
 
@@ -172,14 +192,36 @@ class PooledTask:
                                   self.total_timesteps, self.eval_every, self.eval_episodes)
 
 
-def _report_until_final(chunks: Iterator[Chunk], metric: str, startup_s: float, worker_pid: int) -> None:
-    """``tune.report`` each chunk up to the replicate's final one (Tune's STOP raises inside ``report``)."""
+CHECKPOINT_FILE = "run_state.pkl"  # a checkpointing trainable's state file inside each tune.Checkpoint
+
+
+def _report_until_final(chunks: Iterator[Chunk], metric: str, startup_s: float, worker_pid: int,
+                        snapshot: Callable[[], RunState] | None = None) -> None:
+    """``tune.report`` each chunk up to the replicate's final one (Tune's STOP raises inside ``report``); with
+    ``snapshot``, every report but the last carries a checkpoint of the run's state."""
     from ray import tune  # noqa: PLC0415
 
     for chunk in chunks:
-        tune.report(_metrics(chunk, metric, startup_s, worker_pid))
+        metrics = _metrics(chunk, metric, startup_s, worker_pid)
+        if snapshot is None or chunk.final:
+            tune.report(metrics)
+        else:
+            with tempfile.TemporaryDirectory(prefix="rl_tasks_ckpt_") as folder:  # Tune persists it in report()
+                (Path(folder) / CHECKPOINT_FILE).write_bytes(pickle.dumps(snapshot(), protocol=5))
+                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
         if chunk.final:
             return
+
+
+def _restored_state() -> RunState | None:
+    """The run state of the checkpoint this trial was started from (PBT's exploit, a restore), if any."""
+    from ray import tune  # noqa: PLC0415
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as folder:
+        return pickle.loads((Path(folder) / CHECKPOINT_FILE).read_bytes())
 
 
 def _pin_trial_process() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,5 +14,6 @@ def load_script(name: str) -> ModuleType:
     """``experiments/<name>.py`` imported as the module ``name`` (its ``main`` is not run)."""
     spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses (and pickling) look a class's module up there
     spec.loader.exec_module(module)
     return module
