@@ -8,9 +8,8 @@ can have several runs but at most one result.
 
 from __future__ import annotations
 
-import math
-
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
