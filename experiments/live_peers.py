@@ -175,7 +175,8 @@ def float_domains(space: dict) -> dict[str, Any]:
 
 def clip_to_domains(domains: dict[str, Any], config: dict) -> dict:
     """``config`` with each of ``domains``' values clipped to its bounds: PBT's explore step scales a value by
-    0.8 or 1.2 without looking at its domain, and the trainable refuses values outside it."""
+    0.8 or 1.2 without looking at its domain, PB2's proposals are float32 (0.1 comes back as 0.10000000149), and
+    the trainable refuses values outside the domain."""
     return {**config, **{n: min(max(config[n], d.lower), d.upper) for n, d in domains.items() if n in config}}
 
 
@@ -214,7 +215,8 @@ def method_setup(method: str, space: dict, seed: int, reports: int) -> Setup:
             from ray.tune.schedulers.pb2 import PB2  # noqa: PLC0415
 
             scheduler = PB2(time_attr="training_iteration", perturbation_interval=1, synch=True,
-                            hyperparam_bounds={n: [d.lower, d.upper] for n, d in floats.items()})
+                            hyperparam_bounds={n: [d.lower, d.upper] for n, d in floats.items()},
+                            custom_explore_fn=functools.partial(clip_to_domains, floats))
         # Tune allows no Searcher with PBT: its own random search, a grid over the members' seeds.
         members = {"seed": tune.grid_search([seed_for(seed, i) for i in range(POPULATION)])}
         return Setup(BasicVariantGenerator(random_state=seed), scheduler, num_samples=1, concurrency_limited=False,
@@ -276,7 +278,7 @@ def recommendation(setup: Setup, results: Sequence[Any], experiment: str) -> tup
 
         return hyperparameters(load_results(experiment).best_config), {}
     if setup.checkpoint:  # the best member by its last return, with the hyperparameters it ended with
-        members = [r for r in results if r.metrics and "return" in r.metrics]
+        members = [r for r in results if r.metrics and "return" in r.metrics and r.error is None]
         best = max(members, key=lambda r: float(r.metrics["return"]))
         return hyperparameters(best.config), {"member_return": float(best.metrics["return"]),
                                               "member_finished": bool(best.metrics.get("final")),
@@ -515,12 +517,18 @@ def notes(task_records: Sequence[dict]) -> list[str]:
             lines.append(f"- {method}: the best member's own last return (PBT's schedule, not reproduced by the "
                          f"re-training from scratch): mean {np.mean([r['member_return'] for r in own]):.1f} over "
                          f"{len(own)} search seeds, against its recommendation's fresh-seed mean "
-                         f"{np.mean([np.mean(r['fresh_returns']) for r in own]):.1f}")
+                         f"{np.mean([np.mean(r['fresh_returns']) for r in own]):.1f}; exploits per run "
+                         f"{', '.join(str(r.get('perturbations', '?')) for r in own)}; its population of "
+                         f"{POPULATION} members trains {POPULATION} full runs in all and stops, budget left or not (wall "
+                         f"{np.mean([r['wall_s'] for r in own]):.0f} s of {np.mean([r['budget_s'] for r in own]):g})")
     rahbo = [r for r in task_records if r["method"] == "rahbo-k20"]
     if rahbo:
         done = [sum(1 for n in r.get("seeds_per_config", []) if n >= 20) for r in rahbo]
         lines.append(f"- rahbo-k20 completed (20 seeds) {', '.join(map(str, done))} configurations per search seed "
                      "within the budget")
+    failed = [f"{r['method']} seed {r['search_seed']}: {r['errors']}" for r in task_records if r.get("errors")]
+    if failed:
+        lines.append(f"- trials that failed: {'; '.join(failed)}")
     return lines
 
 
@@ -557,7 +565,8 @@ def write_summary(records: Sequence[dict], out: Path) -> Path:
              "warped by one warp fitted to all fresh returns of the task; CIs: 95 % percentile bootstrap over "
              "search seeds; Wilcoxon: paired over the search seeds both methods have (two-sided; with n pairs its "
              "smallest possible p is 2/2^n, e.g. 0.0625 at n = 5, so at 5 search seeds no difference reaches "
-             "p < 0.05 on the test alone).", ""]
+             "p < 0.05 on the test alone). Wall budgets are equal, compute is not quite: the machine is shared, so "
+             "the environment steps column says how much each method trained in its budget.", ""]
     reason = pb2_unavailable()
     if reason and not any(r["method"] == "pb2" for r in records):
         lines += [f"pb2: not run — {reason}.", ""]

@@ -45,6 +45,10 @@ def test_pbt_mutates_only_the_float_hyperparameters(peers) -> None:
 
     floats = peers.float_domains(rl_tasks.get_space("dqn", "CartPole-v1"))
     assert set(floats) == {"initial_epsilon", "target_epsilon", "learning_rate"}  # buffer sizes etc. stay
+    # explore steps leave the domain (PBT's x1.2, PB2's float32 0.1): clipped back, the rest untouched
+    clipped = peers.clip_to_domains(floats, {"learning_rate": 0.10000000149011612, "initial_epsilon": 0.4,
+                                             "target_epsilon": 0.1, "buffer_size": 5000})
+    assert clipped == {"learning_rate": 0.1, "initial_epsilon": 0.5, "target_epsilon": 0.1, "buffer_size": 5000}
 
 
 def test_fresh_seeds_are_never_search_seeds(peers) -> None:
