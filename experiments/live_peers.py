@@ -555,11 +555,19 @@ def figure(task: str, rows: Sequence[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it (the repository root), else as is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def write_summary(records: Sequence[dict], out: Path) -> Path:
     """``peers.md`` beside ``out`` (and one ``peers_<task>.png`` per task), from the records alone."""
     page = out.with_suffix(".md")
     lines = ["# Live head-to-head at equal wall-clock budget (`experiments/live_peers.py`)", "",
-             f"Rebuilt from `{out.name}` by `python experiments/live_peers.py --only-summary --out {out}`. "
+             f"Rebuilt from `{out.name}` by `python experiments/live_peers.py --only-summary --out {shown(out)}`. "
              f"Each recommendation is re-trained on the same {EVAL_SEEDS} fresh seeds "
              f"({FRESH_SEEDS[0]}..{FRESH_SEEDS[-1]}), which no search trained; MV = mean - variance of the returns "
              "warped by one warp fitted to all fresh returns of the task; CIs: 95 % percentile bootstrap over "
