@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ray.tune import Callback
 from ray.tune.search import Searcher
 from scipy import stats
 
@@ -289,17 +290,23 @@ def recommendation(setup: Setup, results: Sequence[Any], experiment: str) -> tup
     return config, {}
 
 
-def steps_trained(results: Iterable[Any], chunk_steps: int) -> int:
-    """Environment steps of every reported chunk (a restored PBT member's chunks after its checkpoint only;
-    a chunk cut by the budget before its report is not counted): a report at ``T`` steps trained
-    ``T - chunk_steps * floor((T - 1) / chunk_steps)`` (a regular chunk, or the run's shorter last one)."""
-    total = 0
-    for result in results:
-        frame = result.metrics_dataframe
-        if frame is not None and "timesteps" in frame:
-            t = frame["timesteps"].dropna().astype(int).to_numpy()
-            total += int(np.sum(t - chunk_steps * ((t - 1) // chunk_steps)))
-    return total
+def chunk_steps_of(timesteps: int, chunk_steps: int) -> int:
+    """Environment steps of the chunk whose report says ``timesteps``: a regular chunk, or the run's shorter
+    last one (``T - chunk_steps * floor((T - 1) / chunk_steps)``)."""
+    return int(timesteps - chunk_steps * ((timesteps - 1) // chunk_steps))
+
+
+class StepCounter(Callback):
+    """Driver side: the environment steps of every chunk any trial reported (a chunk cut by the budget before
+    its report is not counted). Counted as results arrive, because a trial's own table does not keep every
+    report: PBT's exploit and pause/restore cycles leave chunks out of ``Result.metrics_dataframe``."""
+
+    def __init__(self, chunk_steps: int) -> None:
+        self.chunk_steps, self.total = chunk_steps, 0
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        if result.get("timesteps"):
+            self.total += chunk_steps_of(int(result["timesteps"]), self.chunk_steps)
 
 
 def reported(results: Iterable[Any]) -> list[Any]:
@@ -335,7 +342,8 @@ def search(task_name: str, method: str, seed: int, targs: argparse.Namespace) ->
     trainable, cache, pool = live_hpo.make_method_trainable(targs, method, checkpoint=setup.checkpoint)
     try:
         pool.worker_pids()  # workers up (holding their CPUs) before Tune places trials: no trial starves them
-        callbacks = [] if setup.checkpoint else [rl_tasks.PoolPrefetch(trainable)]
+        steps = StepCounter(targs.chunk_steps)
+        callbacks = [steps] if setup.checkpoint else [steps, rl_tasks.PoolPrefetch(trainable)]
         results = tune.Tuner(
             trainable, param_space={**targs.space, **setup.extra_space}, tune_config=tune_config(setup, targs.budget_s, targs.workers),
             run_config=tune.RunConfig(
@@ -349,7 +357,7 @@ def search(task_name: str, method: str, seed: int, targs: argparse.Namespace) ->
         experiment, results = results.experiment_path, reported(results)
         config, extra = recommendation(setup, results, experiment)
         record = {"task": task_name, "method": method, "search_seed": seed, "wall_s": wall,
-                  "env_steps": steps_trained(results, targs.chunk_steps), "trials": len(results), "config": config,
+                  "env_steps": steps.total, "trials": len(results), "config": config,
                   "budget_s": targs.budget_s, "workers": targs.workers, "errors": errors,
                   "seeds_per_config": seeds_per_config(finals(results)), **extra}
     finally:
@@ -574,7 +582,10 @@ def write_summary(records: Sequence[dict], out: Path) -> Path:
              "search seeds; Wilcoxon: paired over the search seeds both methods have (two-sided; with n pairs its "
              "smallest possible p is 2/2^n, e.g. 0.0625 at n = 5, so at 5 search seeds no difference reaches "
              "p < 0.05 on the test alone). Wall budgets are equal, compute is not quite: the machine is shared, so "
-             "the environment steps column says how much each method trained in its budget.", ""]
+             "the environment steps column says how much each method trained in its budget. Shared draws: with "
+             "one search seed, tpe-rep3's first 10 configurations are random-rep5's first 10 (Optuna's TPE starts "
+             "with its own RandomSampler(seed)), asha samples the same stream one seed each, and pbt and pb2 start "
+             "from one initial population, so a recommendation can coincide (same config, same fresh returns).", ""]
     reason = pb2_unavailable()
     if reason and not any(r["method"] == "pb2" for r in records):
         lines += [f"pb2: not run — {reason}.", ""]

@@ -6,7 +6,6 @@ import json
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from tests.scripts import load_script
@@ -99,9 +98,10 @@ def test_plan_skips_done_runs_seed_by_seed(peers, tmp_path) -> None:
 
 
 def test_recommendation_helpers(peers) -> None:
-    frame = pd.DataFrame({"timesteps": [2048, 4096, 5000]})  # two regular chunks and a shorter last one
-    results = [SimpleNamespace(metrics_dataframe=frame), SimpleNamespace(metrics_dataframe=frame.iloc[:1])]
-    assert peers.steps_trained(results, chunk_steps=2048) == 5000 + 2048
+    counter = peers.StepCounter(chunk_steps=2048)
+    for t in (2048, 4096, 5000, 2048, 4096, 4096):  # a full run (short last chunk), then a run resumed at 2048
+        counter.on_trial_result(0, [], None, {"timesteps": t})
+    assert counter.total == 5000 + 2048 + 2048 + 2048
     pairs = [({"a": 1}, 10.0), ({"a": 2}, 30.0), ({"a": 1}, 20.0), ({"a": 2}, 31.0), ({"a": 1}, 12.0)]
     assert peers.best_group(pairs, 2) == {"a": 2}
     assert peers.best_group(pairs, 3) == {"a": 1}  # only a complete group counts
