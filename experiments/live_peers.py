@@ -507,7 +507,8 @@ def verdict(rows: Sequence[dict], method: str = "erahbo") -> str:
     by_return = max(rows, key=lambda r: r["mean"])
     lo, hi = by_return["mean_ci"]
     within = "n/a" if math.isnan(lo) else ("yes" if lo <= mine["mean"] <= hi else "no")
-    where = f"mean return {mine['mean']:.1f} within the CI of the best mean return ({by_return['method']}): {within}"
+    where = (f"mean return {mine['mean']:.1f}, the best" if by_return is mine else
+             f"mean return {mine['mean']:.1f} within the CI of the best mean return ({by_return['method']}): {within}")
     if mine["best"]:
         return f"{method}: best MV; {where}"
     separable = (not math.isnan(mine["p"]) and mine["p"] < 0.05) or mine["overlap"] is False
