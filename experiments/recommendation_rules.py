@@ -11,9 +11,8 @@ Rules (``k``: seeds the configuration got; MV on the engine's own warp):
 * ``lcb-k>=K``: the same among the configurations with at least ``K`` seeds (all of them if none has);
 * ``post-k>=K``: the posterior MV ``mu_f - alpha max(mu_var, 0)`` among them;
 * ``sample-k>=K``: the sample MV (warped mean minus variance) among them;
-* ``own-k>=K``: a lower bound of MV from the configuration's own seeds alone, no GP:
-  ``mean - s/sqrt(k) - alpha (s^2 + s^2 sqrt(2/(k-1)))`` (one standard error of the mean and of the sample
-  variance), among them: immune to a G_f whose long lengthscales shrink every configuration to one value;
+* ``own-k>=K``: a lower bound of MV from the configuration's own seeds alone, no GP
+  (``sample_mv_lower_bound``, the engine's ``recommend="evidence"``), among them: immune to a G_f whose long lengthscales shrink every configuration to one value;
 * ``most-seeds``: ``argmax LCB^MV`` among the configurations with the most seeds.
 
 It also prints, per table, the share of picks that rest on 2 seeds, and the median ``k`` of the ``lcb`` pick.
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from tune_risk.engine.core import Engine
+from tune_risk.engine.records import sample_mv_lower_bound
 from tune_risk.offline.replay import ReplayTask, replay_direct
 from tune_risk.offline.table import OfflineTable
 
@@ -71,9 +71,7 @@ def _sample_mv(values: list[float], warp, alpha: float) -> float:
 
 
 def _own_lcb(values: list[float], warp, alpha: float) -> float:
-    y = _warped(values, warp)
-    k, var = y.size, y.var(ddof=1)
-    return float(y.mean() - np.sqrt(var / k) - alpha * var * (1.0 + np.sqrt(2.0 / (k - 1))))
+    return sample_mv_lower_bound(_warped(values, warp), alpha)
 
 
 def main() -> None:

@@ -32,6 +32,9 @@ MEAN_NOISE = ("eq19", "plugin", "rahbo_code")
 VAR_NOISE = ("learned", "theory", "k_aware")
 VAR_POSTERIORS = ("gp", "nonnegative")
 RECOMMEND_RULES = ("lcb", "posterior", "evidence")
+# RiskAwareSearch's rule for method="erahbo" (the replay's tune-risk): the paper's "lcb" deploys configurations
+# that never learn where few learn; EngineSettings keeps "lcb" so that method "erahbo" replays the paper.
+SEARCHER_RECOMMEND = "evidence"
 KERNELS = ("rbf", "matern52")
 REFIT = ("once", "every_round")
 STANDARDIZATION = ("frozen", "per_build")

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tune_risk.settings import EngineSettings
+from tune_risk.settings import SEARCHER_RECOMMEND, EngineSettings
 
 PAPER_METHODS = ("erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
 WARPS = ("pooled", "online")
@@ -32,7 +32,6 @@ METHOD_HELP = f"{OWN_HELP}; peers: {PEER_HELP}"
 TUNE_RISK = "tune-risk"
 """The method of ``RiskAwareSearch``'s defaults: what a user who changes nothing gets (see ``tune_risk_settings``)."""
 TUNE_RISK_INTENSIFY = 0.1  # RiskAwareSearch(intensify=0.1): a fraction of the budget (tests tie the two)
-TUNE_RISK_RECOMMEND = "evidence"  # RiskAwareSearch's engine for method="erahbo" (tests tie the two)
 SMAC = "smac"
 _METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
 _PEER_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)-rep(\d+)$")
@@ -89,7 +88,7 @@ def tune_risk_settings(budget: int, common: dict[str, Any], overrides: dict[str,
     charged), so that ``--budget`` is the whole spend, as it is for a peer. ``overrides`` (engine flags)
     apply on top, except ``budget_unit``, which is what makes the comparison with peers equal.
     """
-    settings = {**common, "k_min": 2, "k_init": 2, "budget_unit": "runs", "recommend": TUNE_RISK_RECOMMEND,
+    settings = {**common, "k_min": 2, "k_init": 2, "budget_unit": "runs", "recommend": SEARCHER_RECOMMEND,
                 "intensify": int(round(TUNE_RISK_INTENSIFY * budget))}
     overrides.pop("schedule_param", None)
     settings.update(overrides)

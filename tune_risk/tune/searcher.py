@@ -48,7 +48,7 @@ from tune_risk.engine.core import Engine
 from tune_risk.engine.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.engine.reporting import config_rows
 from tune_risk.risk.warping import FrozenWarp
-from tune_risk.settings import METHODS, EngineSettings
+from tune_risk.settings import METHODS, SEARCHER_RECOMMEND, EngineSettings
 from tune_risk.tune.restore import RestorePoints
 from tune_risk.tune.results import write_results
 from tune_risk.tune.run_context import (
@@ -709,9 +709,7 @@ def _engine_settings(method: str, given: dict[str, Any], engine_options: dict[st
     if method == "gp-ucb" and alpha not in (None, 0, 0.0):
         raise ValueError(f"RiskAwareSearch: method='gp-ucb' is risk neutral (alpha = 0), got alpha={alpha!r}")
     k_min = 2 if k_min is None else k_min
-    # ERAHBO deploys on the evidence of a configuration's own seeds (A-21: at budget 1500 the paper's argmax
-    # LCB^MV recommends configurations that never learn on dqn_acrobot, README "Against what Ray Tune users run").
-    recommend = {"recommend": "evidence"} if method == "erahbo" else {}
+    recommend = {"recommend": SEARCHER_RECOMMEND} if method == "erahbo" else {}
     overrides = {**given, "budget_unit": "runs", **recommend, **engine_options}
     if overrides["k_init"] is None and method == "erahbo":
         overrides["k_init"] = k_min
