@@ -441,11 +441,12 @@ def bootstrap_ci(values: Sequence[float]) -> tuple[float, float]:
 
 def paired_p(mine: dict[int, float], best: dict[int, float]) -> float:
     """Two-sided paired Wilcoxon p over the search seeds both have (1 if all equal, ``nan`` below 2 pairs)."""
+    from tune_risk.offline.metrics import paired_p_value  # noqa: PLC0415
+
     seeds = sorted(mine.keys() & best.keys())
     if len(seeds) < 2:
         return math.nan
-    d = np.array([mine[s] - best[s] for s in seeds])
-    return 1.0 if np.all(d == 0) else float(stats.wilcoxon(d).pvalue)
+    return paired_p_value(np.array([mine[s] for s in seeds]), np.array([best[s] for s in seeds]))
 
 
 def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool | None:
