@@ -1,6 +1,6 @@
 """Tune usages that used to give silent wrong answers: each is now a clear error or a correct run.
 
-Covered: the quickstart scripts and the README diff between them; early-stopping schedulers (never an
+Covered: the quickstart scripts and the Tune guide's diff between them; early-stopping schedulers (never an
 intermediate value as an observation, with and without ``ReplicateScheduler(base=...)``); metric/mode
 conflicts; a scheduler bound to another searcher; a ``Repeater`` around the searcher; a non-numeric metric; invalid constructor
 arguments; the configuration id in every trial's config, grouped by Tune's own logger callbacks.
@@ -80,9 +80,9 @@ def observations_are_final_returns(searcher) -> int:
 
 # ---------------------------------------------------------------------------------------------- quickstart
 def _readme_diff() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guides" / "tune.md").read_text()
     block = re.search(r"```diff\n(.*?)```", text, re.S)
-    assert block, "README has no diff block"
+    assert block, "the Tune guide has no diff block"
     return block.group(1).splitlines()
 
 

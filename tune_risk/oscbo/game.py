@@ -3,8 +3,8 @@
 After each BO round the realised feedback ``(L^s_t, L^c_t)`` of the played lengthscale
 ``theta_{t-1}`` (eqs. 6, 7) updates
 
-* the **primal** (FTPL, S4/S5): ``theta_t = argmin_Theta sum_{j in H} [L^s_j + lambda_{j-1} L^c_j](theta)
-  - <eta_t, theta>`` by the projected-Adam oracle, the sums in closed form from one Cholesky
+* the **primal** (FTPL, S4/S5):
+  ``theta_t = argmin_Theta sum_{j in H} [L^s_j + lambda_{j-1} L^c_j](theta) - <eta_t, theta>`` by the projected-Adam oracle, the sums in closed form from one Cholesky
   factor, a fresh ``eta_t ~ N(0, 0.1^2 I)`` on ``theta`` each round (O-14, O-17);
 * the **dual** (OMD with negative entropy, S7-S10): ``lambda_t = min(lambda_{t-1} exp(omega L^c_t), Lambda)``,
   from ``lambda_1`` (``lambda_init``; default ``beta/log(1 + sigma^-2)``, see ``nlml_balanced_lambda``);

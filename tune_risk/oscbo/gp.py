@@ -15,6 +15,8 @@ in ``theta``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -24,7 +26,7 @@ NOISE = 0.01  # sigma^2 of OSCBO Table S1, in standardised output units
 THETA_BOUNDS = (0.025, 10.0)  # Theta on normalised inputs (O-14)
 
 
-def as_theta(theta, dim_theta: int | None = None) -> Tensor:
+def as_theta(theta: float | Sequence[float] | Tensor, dim_theta: int | None = None) -> Tensor:
     """A lengthscale as a 1-D float64 tensor (``dim_theta`` entries if given)."""
     value = torch.as_tensor(theta, dtype=DTYPE).reshape(-1)
     if dim_theta is not None and value.numel() == 1 and dim_theta > 1:
@@ -49,7 +51,8 @@ class FixedGP(ExactPosterior):
         kernel: ``"matern52"`` (OSCBO) or ``"rbf"``.
     """
 
-    def __init__(self, X: Tensor, y: Tensor, theta, noise: float | Tensor = NOISE, kernel: str = "matern52") -> None:
+    def __init__(self, X: Tensor, y: Tensor, theta: float | Sequence[float] | Tensor, noise: float | Tensor = NOISE,
+                 kernel: str = "matern52") -> None:
         if X.dim() != 2 or y.dim() != 1 or X.shape[0] != y.shape[0]:
             raise ValueError(f"X must be n x d and y of length n, got X {tuple(X.shape)} and y {tuple(y.shape)}")
         self.y = y

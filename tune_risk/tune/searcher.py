@@ -86,12 +86,13 @@ class RiskAwareSearch(Searcher):
 
     Args:
         space: Tune search space (a ``param_space`` dict); or give it to ``tune.Tuner``.
-        metric, mode: the reported metric and ``"min"``/``"max"``; or give them to ``TuneConfig``.
+        metric: the reported metric; or give it to ``TuneConfig``.
+        mode: ``"min"`` or ``"max"``; or give it to ``TuneConfig``.
         method: ``"erahbo"`` (adaptive replicates), ``"rahbo"`` (fixed ``k = k_max``) or
             ``"gp-ucb"`` (risk neutral, ``alpha = 0``, fixed ``k = k_max``).
         alpha: risk aversion (default 1; ``gp-ucb`` forces 0).
-        k_min, k_max: replicate bounds (``2 <= k_min <= k_max``); ``rahbo`` and ``gp-ucb`` run a fixed
-            ``k = k_max`` and take no ``k_min``.
+        k_min: the first wave's replicates (``2 <= k_min <= k_max``); ``rahbo`` and ``gp-ucb`` take none.
+        k_max: the most replicates of a configuration; ``rahbo`` and ``gp-ucb`` run a fixed ``k = k_max``.
         beta: acquisition ``beta`` (``kappa = sqrt(beta)``). beta_stop, beta_stop_schedule: stop rule.
         n_initial: configurations of the Sobol initial design.
         lengthscale: the mean GP's lengthscale strategy: ``"mll"`` (MAP fit), ``"oscbo"``,
