@@ -9,7 +9,7 @@ import pytest
 import torch
 from oscbo_helpers import make_data
 
-import tune_risk._compat  # noqa: F401
+import tune_risk.botorch_without_jax  # noqa: F401
 from tune_risk.gp.models import DTYPE
 from tune_risk.oscbo import (
     NOISE,

@@ -183,7 +183,7 @@ def hartmann_function(dim: int):
     if dim not in HARTMANN_DIMS:
         raise ValueError(f"dim must be one of {list(HARTMANN_DIMS)}, got {dim!r}.")
     # isort: off
-    import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+    import tune_risk.botorch_without_jax  # noqa: F401  (must precede BoTorch: imports it without JAX)
     # isort: on
     from botorch.test_functions import Hartmann
 

@@ -18,7 +18,7 @@ import torch
 from scipy.stats import norm
 from torch import Tensor
 
-import tune_risk._compat  # noqa: F401
+import tune_risk.botorch_without_jax  # noqa: F401
 from tune_risk.gp.exact import DTYPE
 from tune_risk.oscbo.gp import NOISE, THETA_BOUNDS, FixedGP
 from tune_risk.oscbo.oracle import fit_lengthscale_mll

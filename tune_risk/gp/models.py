@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 # isort: off
-import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+import tune_risk.botorch_without_jax  # noqa: F401  (must precede BoTorch: imports it without JAX)
 # isort: on
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP

@@ -70,7 +70,7 @@ class FixedGP(ExactPosterior):
     def to_botorch_model(self):
         """``SingleTaskGP(train_Yvar=noise, ZeroMean, no outcome transform)`` with the same kernel."""
         # isort: off
-        import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+        import tune_risk.botorch_without_jax  # noqa: F401  (must precede BoTorch: imports it without JAX)
         # isort: on
         from botorch.models import SingleTaskGP
         from gpytorch.kernels import MaternKernel, RBFKernel

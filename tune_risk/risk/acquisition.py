@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 # isort: off
-import tune_risk._compat  # noqa: F401  (must precede BoTorch: imports it without JAX)
+import tune_risk.botorch_without_jax  # noqa: F401  (must precede BoTorch: imports it without JAX)
 # isort: on
 from botorch.acquisition import AcquisitionFunction
 from botorch.optim import optimize_acqf
