@@ -9,7 +9,7 @@
 ``--lambda-init``, ``--omega`` and ``--form`` set the OSCBO game of ``oscbo`` and ``oscbo-l1`` (default:
 ``lambda_1 = beta/log(1 + sigma^-2)``, ``omega = 0.001``, the prefix form).
 
-Runs live in ``--out`` (``tune_risk.benchmarks.store``): ``runs.parquet`` plus a journal of the runs
+Runs live in ``--out`` (``oscbo_harness.store``): ``runs.parquet`` plus a journal of the runs
 finished since, each keyed by task, method, seed, steps, ``n_init`` and its OSCBO settings. A command
 runs only the runs it lacks, so an interrupted command resumes when repeated, and OSCBO runs under other
 settings stay in the folder: the summary shows them as sensitivity rows (e.g. ``oscbo (λ₁=1)``) beside the
@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from oscbo_harness import METHODS, TASKS, BOResult, TaskUnavailable, make_task, run_bo
+from oscbo_harness.store import RunStore, run_key, settings_key
 
-from tune_risk.benchmarks import METHODS, TASKS, BOResult, TaskUnavailable, make_task, run_bo
-from tune_risk.benchmarks.store import RunStore, run_key, settings_key
 from tune_risk.offline.metrics import block_ranks, mean_se
 from tune_risk.oscbo import NOISE, nlml_balanced_lambda
 
@@ -141,7 +141,7 @@ def available(task_name: str, args: argparse.Namespace) -> bool:
 @functools.cache
 def build_task(task_name: str, data_dir: str | None, lunar_episodes: int):
     if task_name == "lunar12" and lunar_episodes != 50:
-        from tune_risk.benchmarks.tasks import lunar12
+        from oscbo_harness.tasks import lunar12
         return lunar12(lunar_episodes)
     return make_task(task_name, data_dir)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from oscbo_harness import METHODS, TabularOracle, make_task, run_bo
+from oscbo_harness.tasks import TaskUnavailable
 
-from tune_risk.benchmarks import METHODS, TabularOracle, make_task, run_bo
-from tune_risk.benchmarks.tasks import TaskUnavailable
 from tune_risk.gp.models import DTYPE
 from tune_risk.oscbo import NOISE, FixedGP, OSCBOConfig, calibration_loss, standardize
 
@@ -103,8 +103,7 @@ def test_concrete_table():
 def test_lunar_controller_matches_gym_heuristic_and_scores_about_263():
     import gymnasium as gym
     from gymnasium.envs.box2d.lunar_lander import heuristic
-
-    from tune_risk.benchmarks.lunar import GYM_HEURISTIC_WEIGHTS, heuristic_action, lunar_reward
+    from oscbo_harness.lunar import GYM_HEURISTIC_WEIGHTS, heuristic_action, lunar_reward
 
     env = gym.make("LunarLander-v3")
     state, _ = env.reset(seed=0)

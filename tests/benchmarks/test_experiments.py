@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from oscbo_harness.store import RunStore, run_key
 
 from tests.scripts import EXPERIMENTS, load_script
-from tune_risk.benchmarks.store import RunStore, run_key
 
 SCRIPT = EXPERIMENTS / "oscbo_benchmark.py"
 

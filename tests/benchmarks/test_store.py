@@ -7,10 +7,9 @@ import json
 import math
 
 import pytest
-
-from tune_risk.benchmarks import make_task, run_bo
-from tune_risk.benchmarks.loop import RUNNING_FIELDS
-from tune_risk.benchmarks.store import (
+from oscbo_harness import make_task, run_bo
+from oscbo_harness.loop import RUNNING_FIELDS
+from oscbo_harness.store import (
     JOURNAL_FILE,
     LEGACY_FILE,
     RunStore,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tune_risk.benchmarks.unavailable import TaskUnavailable
+from oscbo_harness.unavailable import TaskUnavailable
 
 GYM_HEURISTIC_WEIGHTS = (0.5, 1.0, 0.4, 0.55, 0.5, 1.0, 0.5, 0.5, 0.0, 0.5, 0.05, 0.05)
 

@@ -29,9 +29,9 @@ import torch
 # isort: off
 import tune_risk.botorch_without_jax  # noqa: F401  (must precede BoTorch: imports it without JAX)
 # isort: on
+from oscbo_harness.tabular import TabularOracle
+from oscbo_harness.unavailable import TaskUnavailable
 from tune_risk.benchmarks.objectives import hartmann_function
-from tune_risk.benchmarks.tabular import TabularOracle
-from tune_risk.benchmarks.unavailable import TaskUnavailable
 
 TASKS = ("levy5", "hartmann3", "hartmann6", "lunar12", "concrete7", "material5", "crossbarrel4")
 
@@ -85,7 +85,7 @@ def hartmann6() -> Task:
 
 
 def lunar12(episodes: int = 50) -> Task:
-    from tune_risk.benchmarks.lunar import lunar_reward
+    from oscbo_harness.lunar import lunar_reward
 
     bounds = np.array([[0.0] * 12, [2.0] * 12])
     return Task("lunar12", bounds, lambda w: lunar_reward(w, episodes), None)

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tune_risk.benchmarks.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
-from tune_risk.benchmarks.tasks import Task
+from oscbo_harness.surrogates import OCBO, SCGP, Surrogate, VanillaBO, fixed_gp_surrogate
+from oscbo_harness.tasks import Task
 from tune_risk.engine.design import sobol_points
 from tune_risk.gp.exact import DTYPE, standardize
 from tune_risk.lengthscale.strategies import OSCBOStrategy, make_strategy

@@ -17,7 +17,7 @@ What is kept exactly and what is not:
   (``oscbo_V``, ``phase``, ``q``, ``beta_delta``, ``theta_cal``);
 * float32 (relative error below 6e-8): the query points ``X`` on the unit cube and the sharpness loss
   ``sharpness``; no summary number depends on them;
-* not stored: ``RUNNING_FIELDS`` of ``tune_risk.benchmarks.loop`` (``t``, ``value``, running coverage,
+* not stored: ``RUNNING_FIELDS`` of ``oscbo_harness.loop`` (``t``, ``value``, running coverage,
   mean width and ``V``), recomputed on load by the loop's own ``add_running_diagnostics``. ``append``
   and ``write_runs`` refuse a run whose running fields differ from that recomputation.
 
@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from tune_risk.benchmarks.loop import RUNNING_FIELDS, add_running_diagnostics
+from oscbo_harness.loop import RUNNING_FIELDS, add_running_diagnostics
 from tune_risk.gp.exact import DTYPE
 from tune_risk.oscbo import NOISE, fit_lengthscale_mll, standardize
 
