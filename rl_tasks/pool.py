@@ -114,6 +114,27 @@ class WorkerPool:
     Raises:
         ValueError: a non-positive ``workers``/``owner_check_s``, ``cpus_per_worker <= TRIAL_CPUS`` or a
             negative ``gpus_per_worker``.
+
+    Example:
+        >>> import ray
+        >>> from ray import tune
+        >>> import rl_tasks
+        >>> from rl_tasks import WorkerPool
+        >>> from tune_risk import ReplicateScheduler, RiskAwareSearch
+        >>> WorkerPool(workers=0)
+        Traceback (most recent call last):
+            ...
+        ValueError: WorkerPool: workers must be a positive integer, got workers=0
+        >>> ray.init(num_cpus=2)  # doctest: +SKIP
+        >>> with WorkerPool(workers=2, compilation_cache_dir="/tmp/jax_cache") as pool:  # doctest: +SKIP
+        ...     trainable = rl_tasks.make_pooled_trainable(pool, "ppo", "CartPole-v1", total_timesteps=100_000,
+        ...                                                eval_every=20_000)
+        ...     searcher = RiskAwareSearch(random_state_seed=0, final_key="final")
+        ...     grid = tune.Tuner(trainable, param_space=rl_tasks.get_space("ppo", "CartPole-v1"),
+        ...                       tune_config=tune.TuneConfig(
+        ...                           search_alg=searcher, scheduler=ReplicateScheduler(searcher), metric="return",
+        ...                           mode="max", num_samples=60, max_concurrent_trials=pool.size,
+        ...                           reuse_actors=True)).fit()
     """
 
     def __init__(self, workers: int, *, cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0,

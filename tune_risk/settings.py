@@ -133,6 +133,21 @@ class EngineSettings:
         seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).
         torch_threads: torch threads for the engine's GP algebra (0: torch's own setting); see
             ``tune_risk.engine.threads`` for why 1 is the default.
+
+    Example:
+        >>> from tune_risk import EngineSettings
+        >>> settings = EngineSettings.for_method("erahbo", budget=300)
+        >>> settings.method, settings.alpha, settings.k_min, settings.k_max, settings.budget, settings.budget_unit
+        ('erahbo', 1.0, 2, 20, 300, 'samples')
+        >>> round(settings.kappa_acq, 4)  # sqrt(beta), beta = 2.5
+        1.5811
+        >>> rahbo = EngineSettings.for_method("rahbo", k=10)
+        >>> rahbo.k_min, rahbo.k_max, rahbo.has_certificate
+        (10, 10, False)
+        >>> EngineSettings(k_min=1)
+        Traceback (most recent call last):
+            ...
+        ValueError: k_min must be >= 2, got k_min=1 (a sample variance needs two replicates)
     """
 
     method: str = "erahbo"

@@ -100,6 +100,24 @@ class Engine:
             before the Sobol points (Ray's ``points_to_evaluate``); snapped to the pool if any.
         initial_values: for each initial point, returns already observed (Ray's
             ``evaluated_rewards``): they fill its first replicate slots without runs.
+
+    Example:
+        A sequential ask/tell loop over an 11-point pool, with a toy noisy objective as the "training run":
+
+        >>> import numpy as np
+        >>> from tune_risk import DONE, WAIT, Engine, EngineSettings
+        >>> settings = EngineSettings.for_method("erahbo", k_max=4, n_initial=3, budget=20, seed=0)
+        >>> engine = Engine(settings, pool=np.linspace(0.0, 1.0, 11).reshape(-1, 1))
+        >>> def train(x, seed):  # the final return of one seed at configuration x
+        ...     return -(x[0] - 0.3) ** 2 + 0.1 * np.random.default_rng(seed).normal()
+        >>> while (request := engine.ask()) is not DONE:
+        ...     if request is not WAIT:  # WAIT: a result must arrive first (runs in flight)
+        ...         accepted = engine.tell(request.run_id, train(request.x, request.seed))
+        >>> counts = engine.counts()
+        >>> counts["runs_launched"], counts["n_used"], counts["rounds"]
+        (32, 20, 6)
+        >>> engine.recommend().pool_index  # the pool row to deploy: x = 0.3, the toy's optimum
+        3
     """
 
     def __init__(

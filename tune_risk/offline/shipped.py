@@ -80,12 +80,22 @@ def resolve_table(text: str) -> Path:
 def load(name: str, missing: str = "error") -> OfflineTable:
     """The shipped table ``name`` as an :class:`~tune_risk.offline.table.OfflineTable` (imports Ray Tune).
 
-    ``missing`` is passed to :meth:`OfflineTable.load` (the shipped tables have no missing returns).
+    Args:
+        name: a shipped table's name (``tune_risk.datasets.names()``); any other name raises a
+            ``ValueError`` naming the valid ones.
+        missing: passed to :meth:`OfflineTable.load` (the shipped tables have no missing returns).
 
     Example:
-        >>> table = load("dqn_acrobot")
-        >>> (table.n_configs, table.n_seeds)
+        >>> import tune_risk.datasets
+        >>> table = tune_risk.datasets.load("ppo_cartpole")
+        >>> table.returns.shape
+        (512, 50)
+        >>> (tune_risk.datasets.load("dqn_acrobot").n_configs, table.n_seeds)
         (128, 50)
+        >>> tune_risk.datasets.load("ppo_cartpol")
+        Traceback (most recent call last):
+            ...
+        ValueError: unknown table 'ppo_cartpol' (did you mean 'ppo_cartpole'?); shipped tables: dqn_acrobot, ...
     """
     from tune_risk.offline.table import OfflineTable
 

@@ -226,6 +226,34 @@ class OfflineTable:
     Build it with :meth:`load` (a file) or :meth:`from_arrays` (synthetic data). Configuration rows are
     ``0..n_configs-1`` (``configs.index``); ``configs["config_id"]`` keeps the file's id. Arrays are
     read-only.
+
+    Args:
+        parsed: the table as :mod:`tune_risk.offline.formats` parsed it (configurations, returns, seeds).
+        source: the name error messages give (the file's path).
+        name: the table's name (the file's stem).
+        metadata: the sidecar metadata (``search_space``, ``seeds``, ...).
+        space: a Tune ``param_space`` (domains or JSON descriptions); ``None``: the metadata's, else inferred.
+        missing: ``"error"``, ``"drop"`` or ``"keep"`` configurations without a finite return per seed.
+        path: the file read, ``None`` for a table built in memory.
+
+    Example:
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> import tune_risk.datasets
+        >>> from tune_risk.offline.table import OfflineTable
+        >>> table = tune_risk.datasets.load("ppo_cartpole")
+        >>> table.returns.shape  # configurations x seeds
+        (512, 50)
+        >>> sorted(table.space)[:3]
+        ['clip_eps', 'ent_coef', 'gae_lambda']
+        >>> table.true_mv().shape  # the ground-truth MV of every configuration
+        (512,)
+        >>> small = OfflineTable.from_arrays(pd.DataFrame({"lr": [0.001, 0.01, 0.1]}),
+        ...                                  np.array([[1.0, 2.0], [3.0, 5.0], [0.0, 4.0]]))
+        >>> small
+        OfflineTable(name='table', format='arrays', n_configs=3, n_seeds=2, dropped_nan=0)
+        >>> small.config(1)
+        {'lr': 0.01}
     """
 
     def __init__(self, parsed: ParsedTable, *, source: str, name: str, metadata: dict[str, Any],

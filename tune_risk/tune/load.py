@@ -24,9 +24,23 @@ def load_results(path: str | os.PathLike) -> TuneRiskResults:
     """The results of the ``RiskAwareSearch`` experiment at ``path`` (the folder ``tune.Tuner`` wrote:
     ``<storage_path>/<name>``); ``FileNotFoundError`` naming the path and what is missing.
 
+    Args:
+        path: the experiment folder, e.g. ``ResultGrid.experiment_path``; also after a crash or a
+            ``restore_tuner``.
+
+    Returns:
+        A ``TuneRiskResults``: ``best_config``, ``recommendation`` (with its ``evidence``) and ``frame`` (one
+        row per configuration).
+
     Example:
         >>> from tune_risk import load_results
-        >>> load_results(results.experiment_path).best_config  # doctest: +SKIP
+        >>> grid = tuner.fit()  # a tune.Tuner with search_alg=RiskAwareSearch(...)  # doctest: +SKIP
+        >>> results = load_results(grid.experiment_path)  # doctest: +SKIP
+        >>> results.best_config  # the configuration to deploy  # doctest: +SKIP
+        >>> load_results("no/such/run")
+        Traceback (most recent call last):
+            ...
+        FileNotFoundError: load_results: no/such/run is not a directory (pass the experiment folder, e.g. ResultGrid.experiment_path)
     """
     root = Path(path).expanduser()
     if not root.is_dir():

@@ -576,7 +576,28 @@ def restore_tuner(path: str | os.PathLike, trainable: Any, *, storage_filesystem
                   **restore_kwargs: Any):
     """``repair_experiment(path)``, then ``tune.Tuner.restore(path, trainable, ...)``: use it instead of
     ``Tuner.restore`` for experiments run with ``RiskAwareSearch``. Raises ``SnapshotError`` rather than
-    restarting from scratch when no consistent snapshot exists."""
+    restarting from scratch when no consistent snapshot exists.
+
+    Args:
+        path: the experiment folder (``<storage_path>/<name>``, ``ResultGrid.experiment_path``), a local
+            path or a URI.
+        trainable: the interrupted run's trainable (a pooled one made on a new ``rl_tasks.WorkerPool``).
+        storage_filesystem: the ``pyarrow.fs.FileSystem`` that holds ``path``, as given to
+            ``tune.RunConfig``; ``None``: inferred from ``path``.
+        **restore_kwargs: further arguments of ``tune.Tuner.restore`` (e.g. ``resume_errored=True``).
+
+    Example:
+        >>> import tempfile
+        >>> from tune_risk import restore_tuner
+        >>> def train(config): pass
+        >>> tuner = restore_tuner("/results/my_run", trainable=train)  # doctest: +SKIP
+        >>> grid = tuner.fit()  # doctest: +SKIP
+        >>> with tempfile.TemporaryDirectory() as empty:  # a folder without an experiment
+        ...     restore_tuner(empty, trainable=train)
+        Traceback (most recent call last):
+            ...
+        tune_risk.tune.restore.SnapshotError: no Ray Tune experiment snapshot in ...
+    """
     from ray import tune
 
     report = repair_experiment(path, storage_filesystem)

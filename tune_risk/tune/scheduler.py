@@ -50,6 +50,21 @@ class ReplicateScheduler(TrialScheduler):
             ``ASHAScheduler(time_attr="training_iteration", max_t=...)`` to stop whole configurations
             early. Give ASHA a ``max_t`` above the trainable's last report: a trial it stops at
             ``max_t`` has been stopped, not finished, and is censored.
+
+    Example:
+        >>> from ray import tune
+        >>> from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
+        >>> from tune_risk import ReplicateScheduler, RiskAwareSearch
+        >>> searcher = RiskAwareSearch(random_state_seed=0)
+        >>> scheduler = ReplicateScheduler(searcher, base=ASHAScheduler(time_attr="training_iteration", max_t=100))
+        >>> scheduler.debug_string()
+        'Using ReplicateScheduler (stops cancelled seed replicates; otherwise AsyncHyperBandScheduler).'
+        >>> tune_config = tune.TuneConfig(search_alg=searcher, scheduler=scheduler,  # the same searcher object
+        ...                               metric="return", mode="max", num_samples=200)
+        >>> ReplicateScheduler(searcher, base=PopulationBasedTraining(hyperparam_mutations={"lr": [1e-3, 1e-2]}))
+        Traceback (most recent call last):
+            ...
+        ValueError: ReplicateScheduler cannot wrap PopulationBasedTraining: it copies and mutates trial ...
     """
 
     def __init__(self, searcher: RiskAwareSearch, base: TrialScheduler | None = None) -> None:

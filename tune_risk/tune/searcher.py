@@ -128,6 +128,21 @@ class RiskAwareSearch(Searcher):
 
     ``RiskAwareSearch.from_settings(settings, ...)`` builds a searcher whose engine has exactly the
     given ``EngineSettings`` instead (the offline replay's Tune path does).
+
+    Example:
+        >>> from ray import tune
+        >>> from tune_risk import RiskAwareSearch
+        >>> space = {"lr": tune.loguniform(1e-4, 1e-1), "gamma": tune.uniform(0.9, 0.999)}
+        >>> searcher = RiskAwareSearch(space, metric="return", mode="max", random_state_seed=0, budget=40)
+        >>> first, second = searcher.suggest("trial_1"), searcher.suggest("trial_2")  # as Tune calls it
+        >>> sorted(first)
+        ['config_id', 'gamma', 'lr', 'seed']
+        >>> first["config_id"] == second["config_id"], first["lr"] == second["lr"], first["seed"] == second["seed"]
+        (True, True, False)
+        >>> RiskAwareSearch(method="bo")
+        Traceback (most recent call last):
+            ...
+        ValueError: RiskAwareSearch: unknown method='bo'; valid values are 'erahbo', 'rahbo', 'gp-ucb'
     """
 
     def __init__(
