@@ -48,7 +48,6 @@ ALLOWED_PRIVATE_ATTRIBUTES = {
 LAYERS: dict[str, set[str]] = {
     # package -> the packages its modules may import (besides its own modules)
     "botorch_without_jax": set(),  # imports BoTorch without JAX: every module that uses BoTorch imports it first
-    "_moved": set(),  # the flat layout's module paths (for old checkpoints)
     "schedules": set(),
     "space": set(),  # configurations <-> the unit cube, no Ray
     "settings": {"schedules"},
@@ -57,13 +56,13 @@ LAYERS: dict[str, set[str]] = {
     "oscbo": {"gp", "botorch_without_jax"},  # the OSCBO game: on gp's public names only
     "lengthscale": {"oscbo", "gp"},  # strategies, engine-agnostic
     "engine": {"risk", "gp", "lengthscale", "oscbo", "settings", "schedules"},  # no Ray
-    "tune": {"engine", "risk", "gp", "settings", "space", "_moved"},  # the Ray Tune adapters
+    "tune": {"engine", "risk", "gp", "settings", "space"},  # the Ray Tune adapters
     "offline": {"tune", "engine", "risk", "gp", "settings", "space", "schedules"},  # table replays
     "benchmarks": {"botorch_without_jax"},  # synthetic objectives (the OSCBO harness is lab code in experiments/)
     "datasets": {"offline"},  # the shipped tables by name: the public face of offline.shipped
     "cli": {"tune_risk"},  # --version; the subcommands' modules are found by name when it runs
     "__main__": {"cli"},  # python -m tune_risk: the tune-risk command
-    "tune_risk": {"engine", "tune", "settings", "_moved"},  # the public face (lazy)
+    "tune_risk": {"engine", "tune", "settings"},  # the public face (lazy)
     "rl_tasks": set(),  # JAX training; imports nothing of tune_risk
 }
 """Allowed imports between packages: ``gp <- risk <- engine <- tune``, ``offline`` may use ``engine`` and
@@ -392,19 +391,3 @@ def test_layer_rule(module, target, allowed):
 def test_a_circle_in_the_table_is_refused():
     with pytest.raises(ValueError, match="circle"):
         layer_order({**LAYERS, "gp": {"botorch_without_jax", "engine"}})
-
-
-def moved_paths() -> dict[str, str]:
-    """``tune_risk._moved.MOVED``, read with ``ast`` like everything here."""
-    tree = ast.parse(MODULES["tune_risk._moved"].read_text())
-    for node in tree.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "MOVED":
-            return ast.literal_eval(node.value)
-    raise AssertionError("tune_risk._moved defines no MOVED")
-
-
-def test_old_module_paths_lead_to_modules_that_exist():
-    moved = moved_paths()
-    assert moved["tune_risk.searcher"] == "tune_risk.tune.searcher"
-    assert not sorted(old for old in moved if old in MODULES), "an old path is a module again: drop it from MOVED"
-    assert not sorted(new for new in moved.values() if new not in MODULES), "MOVED points to a missing module"

@@ -24,7 +24,7 @@ def test_every_public_name_resolves_to_its_module():
     assert set(tune_risk.__all__) == {*expected, "__version__"}
     assert all(getattr(tune_risk, name) is value for name, value in expected.items())
     engine_package = importlib.import_module("tune_risk.engine")
-    assert engine_package.Engine is Engine  # the flat layout's module of Engine: its pickles name tune_risk.engine
+    assert engine_package.Engine is Engine
 
 
 def test_importing_tune_risk_is_cheap():

@@ -16,10 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tune_risk import _moved
-
-_moved.install()  # the flat layout's module paths, for checkpoints written before the subpackages
-
 __version__ = "0.1.0"
 __all__ = ["DONE", "WAIT", "Engine", "EngineSettings", "ReplicateScheduler", "RiskAwareSearch", "__version__",
            "load_results", "restore_tuner"]

@@ -279,3 +279,10 @@ def test_results_name_their_units_and_stop_reasons(ray_session, tmp_path):
     assert done.metric_mean == pytest.approx(-np.mean(values))
     assert done.metric_std == pytest.approx(np.std(values, ddof=1))
     assert set(table.stop_reason) <= {"initial design", "certified", "k_max", "budget", "failed", "stopped", ""}
+
+
+def test_a_searcher_file_naming_classes_this_version_lacks_fails_with_a_clear_message(tmp_path):
+    path = tmp_path / "searcher-state.pkl"
+    path.write_bytes(b"ctune_risk.no_such_module\nThing\n.")  # a pickle that names tune_risk.no_such_module.Thing
+    with pytest.raises(ValueError, match="cannot restore .*no_such_module.*another version of tune_risk"):
+        RiskAwareSearch().restore(str(path))

@@ -75,8 +75,6 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from tune_risk import _moved
-
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
@@ -322,8 +320,7 @@ def searcher_marks(state: Any) -> RestorePoints | None:
     for value in state.values() if isinstance(state, dict) else ():
         if isinstance(value, RestorePoints):
             return value
-        # a searcher file of the flat module layout names the class tune_risk.restore.RestorePoints
-        current = (_moved.current_module(value.origin[0]), value.origin[1]) if isinstance(value, Opaque) else None
+        current = value.origin if isinstance(value, Opaque) else None  # read by load_pickle, not unpickled
         if current == origin and isinstance(value.state, dict):
             marks = RestorePoints()
             marks.__setstate__(value.state)

@@ -431,8 +431,7 @@ class RiskAwareSearch(Searcher):
                     raise
                 raise ValueError(
                     f"RiskAwareSearch: cannot restore {checkpoint_path}: {error}. The file was written by another "
-                    "version of tune_risk, whose classes this one lacks (files of the flat module layout of 0.1.0 "
-                    "load: tune_risk._moved); restore it with the version that wrote it") from error
+                    "version of tune_risk, whose classes this one lacks; restore it with the version that wrote it") from error
         self.set_state(state)
 
     def get_state(self) -> dict:
