@@ -148,7 +148,7 @@ def kill_in_copy(proc: subprocess.Popen, control: Path, tear: dict, timeout: flo
 def snapshot_finished(experiment: Path) -> int:
     """Finished trials (TERMINATED or ERROR) in the newest ``experiment_state`` file in storage (0 while
     there is none or a copy of it is under way)."""
-    from tune_risk.tune.restore import read_experiment_state
+    from tune_risk.tune.snapshot_files import read_experiment_state
 
     files = sorted(experiment.glob("experiment_state-*.json"), key=lambda path: path.stat().st_mtime)
     try:
@@ -287,7 +287,8 @@ def check_restore_points(experiment: Path) -> int:
     (Tears the harness made leave unreadable zips, skipped here; an intact zip failing the checks would
     mean the checks disagree with the snapshots Tune really writes.)
     """
-    from tune_risk.tune.restore import PREFIX, check_snapshot, unpack_restore_point
+    from tune_risk.tune.restore import check_snapshot
+    from tune_risk.tune.restore_points import PREFIX, unpack_restore_point
 
     checked = 0
     for path in sorted(experiment.glob(f"{PREFIX}*.zip")):

@@ -19,20 +19,17 @@ from pathlib import Path
 import pytest
 from reliability_support import write_table
 
-from tune_risk.tune import restore as rp
-from tune_risk.tune.restore import (
-    RestorePoints,
+from tune_risk.tune import restore_points as rp
+from tune_risk.tune.restore import SnapshotError, check_snapshot, repair_experiment, restore_tuner
+from tune_risk.tune.restore_points import RestorePoints, searcher_marks, unpack_restore_point
+from tune_risk.tune.snapshot_files import (
+    TUNER_PKL,
     Snapshot,
-    SnapshotError,
-    check_snapshot,
     digest,
+    load_pickle,
     read_experiment_state,
     read_search_gen_state,
-    repair_experiment,
-    restore_tuner,
-    searcher_marks,
     tune_files,
-    unpack_restore_point,
 )
 
 
@@ -108,7 +105,7 @@ def test_repair_leaves_a_consistent_experiment_alone_and_seals_it(experiment):
     assert not report.repaired and report.source.startswith("current files") and report.rejected == {}
     assert report.sealed == rp.restore_point_name(session_of(experiment), rp.SEALED)
     sealed = unpack_restore_point((experiment / report.sealed).read_bytes(), report.sealed)
-    assert check_snapshot(sealed) == [] and sealed.seq == report.seq and rp.TUNER_PKL in sealed.files
+    assert check_snapshot(sealed) == [] and sealed.seq == report.seq and TUNER_PKL in sealed.files
     after = {p.name: p.read_bytes() for p in experiment.iterdir() if p.is_file()}
     assert after == {**before, report.sealed: after[report.sealed]}
     again = repair_experiment(experiment)
@@ -160,7 +157,7 @@ def test_live_trials_of_another_snapshot_are_detected(experiment):
     around it is a pass-through whose (empty) live set is not checked."""
     names = tune_files(session_of(experiment))
     finished = next(iter(read_experiment_state((experiment / names.experiment).read_bytes())[1]))
-    limiter = rp.load_pickle((experiment / names.search_gen).read_bytes())["name:ConcurrencyLimiter"]
+    limiter = load_pickle((experiment / names.search_gen).read_bytes())["name:ConcurrencyLimiter"]
     assert limiter["_limit_concurrency"] is False and not limiter["live_trials"]
 
     def limiting_with_a_finished_trial(state):
@@ -197,11 +194,11 @@ def test_newer_session_without_experiment_state_is_set_aside(experiment):
 
 def test_torn_tuner_pkl_is_restored_from_a_restore_point(experiment):
     repair_experiment(experiment)  # seals the snapshot, tuner.pkl included (as staged after a restore)
-    tuner = experiment / rp.TUNER_PKL
+    tuner = experiment / TUNER_PKL
     original = tuner.read_bytes()
     tuner.write_bytes(original[:100])
     report = repair_experiment(experiment)
-    assert report.repaired and report.written == [rp.TUNER_PKL] and tuner.read_bytes() == original
+    assert report.repaired and report.written == [TUNER_PKL] and tuner.read_bytes() == original
 
 
 def test_no_consistent_snapshot_fails_loudly(experiment):
@@ -259,13 +256,13 @@ def test_snapshot_pickles_are_read_without_running_or_importing_anything():
         pickle.loads(renamed)
     CALLS.clear()
     assert read_search_gen_state(renamed) == (3, {"a", "b"}) and CALLS == []
-    state = rp.load_pickle(renamed)
+    state = load_pickle(renamed)
     assert state["fs"].origin == ("no_such_module_xyz_", "record_call")
     with pytest.raises((pickle.UnpicklingError, EOFError)):
-        rp.load_pickle(blob[:-5])  # a torn file still fails
+        load_pickle(blob[:-5])  # a torn file still fails
     marks = RestorePoints()
     marks.__setstate__({"session": "s", "seq": 4, "experiment_digest": "d"})
-    assert searcher_marks(rp.load_pickle(pickle.dumps({"_restore_points": marks, "x": 1}))) == marks
+    assert searcher_marks(load_pickle(pickle.dumps({"_restore_points": marks, "x": 1}))) == marks
 
 
 # ---------------------------------------------------------------------------------------------- the writer
@@ -310,3 +307,17 @@ def test_restore_points_are_rate_limited_and_not_pickled_with_their_pending_byte
     clone = pickle.loads(pickle.dumps(points))
     assert clone == points and clone._pending is None and points._pending == b"E2"
     assert clone.__getstate__() == {"session": "s", "seq": 2, "experiment_digest": digest(b"E2")}
+
+
+def test_restore_marks_pickled_under_their_old_module_path_still_load(monkeypatch):
+    """Searcher states saved before the split name ``tune_risk.tune.restore.RestorePoints``: they unpickle,
+    and the repair's check (``load_pickle``, nothing unpickled) finds their marks."""
+    marks = RestorePoints()
+    marks.__setstate__({"session": "s", "seq": 4, "experiment_digest": "d"})
+    with monkeypatch.context() as patch:
+        patch.setattr(RestorePoints, "__module__", "tune_risk.tune.restore")
+        blob = pickle.dumps({"_restore_points": marks})
+    assert b"tune_risk.tune.restore\x94" in blob or b"tune_risk.tune.restore\n" in blob
+    assert pickle.loads(blob)["_restore_points"] == marks
+    assert load_pickle(blob)["_restore_points"].origin == ("tune_risk.tune.restore", "RestorePoints")
+    assert searcher_marks(load_pickle(blob)) == marks

@@ -55,34 +55,55 @@ copy of the snapshot per snapshot (measured on the reliability tests' run: see
 Restore points are written at most every ``MIN_RESTORE_POINT_INTERVAL_S``: deleting the older slot
 while a copy that listed it is still running makes that copy fail (Tune logs a warning and the
 next copy repeats it), which can only happen if a copy outlasts that interval.
+
+The pieces: ``tune_risk.tune.snapshot_files`` reads Tune's files, ``tune_risk.tune.restore_points`` writes
+and reads the restore points; this module checks a snapshot (``check_snapshot``), repairs the experiment
+(``repair_experiment``) and restores it (``restore_tuner``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import logging
 import os
-import pickle
-import time
 import uuid
-import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
 
+from tune_risk.tune.restore_points import (
+    PREFIX,
+    SEALED,
+    RestorePoints,
+    pack_restore_point,
+    restore_point_name,
+    searcher_marks,
+    unpack_restore_point,
+)
+from tune_risk.tune.snapshot_files import (
+    TUNER_PKL,
+    Snapshot,
+    digest,
+    load_pickle,
+    read_experiment_state,
+    read_search_gen_state,
+    tune_files,
+)
+
+__all__ = [  # RestorePoints: re-exported, as pickled searcher states of earlier versions name it here
+    "RepairReport",
+    "RestorePoints",
+    "SnapshotError",
+    "check_snapshot",
+    "experiment_filesystem",
+    "repair_experiment",
+    "restore_tuner",
+]
+
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
-PREFIX = "tune_risk-restore-"
-SEALED = "sealed"
 DISCARDED = "tune_risk-discarded"
-TUNER_PKL = "tuner.pkl"
-MIN_RESTORE_POINT_INTERVAL_S = 1.0
 _FINISHED = ("TERMINATED", "ERROR")
 
 
@@ -90,244 +111,7 @@ class SnapshotError(RuntimeError):
     """No consistent snapshot of the experiment could be found (the message says what was checked)."""
 
 
-# ---------------------------------------------------------------------------------------------- Tune's layout
-# Everything this module knows about Ray Tune 2.60's snapshot files is in the next three functions:
-# Ray has no public API to read or check a snapshot, so they read its on-disk layout
-# (tests/reliability/test_restore_points.py checks them against real Tune runs).
-@dataclass(frozen=True)
-class TuneFiles:
-    """The names of one session's snapshot files (Ray's own name templates)."""
-
-    experiment: str
-    searcher: str
-    search_gen: str
-    callbacks: str
-
-    @property
-    def required(self) -> tuple[str, str, str]:
-        return self.experiment, self.searcher, self.search_gen
-
-
-def tune_files(session: str) -> TuneFiles:
-    """Names Tune gives the snapshot files of session ``session`` (its ``CKPT_FILE_TMPL`` class attributes)."""
-    from ray.tune.callback import CallbackList
-    from ray.tune.execution.tune_controller import TuneController
-    from ray.tune.search import Searcher, SearchGenerator
-
-    return TuneFiles(TuneController.CKPT_FILE_TMPL.format(session), Searcher.CKPT_FILE_TMPL.format(session),
-                     SearchGenerator.CKPT_FILE_TMPL.format(session), CallbackList.CKPT_FILE_TMPL.format(session))
-
-
-def read_experiment_state(blob: bytes) -> tuple[str, dict[str, str]]:
-    """``(session, {trial_id: status})`` of an ``experiment_state`` file; raises if it does not parse.
-
-    Layout: JSON ``{"runner_data": {"_session_str": ...}, "trial_data": [[trial_json, metadata_json], ...]}``
-    where ``trial_json`` is itself a JSON document with ``trial_id`` and ``status``. Only JSON is
-    decoded (the embedded cloudpickle payloads are not executed).
-    """
-    state = json.loads(blob)
-    trials = {}
-    for trial_json, _metadata in state["trial_data"]:
-        trial = json.loads(trial_json)
-        trials[trial["trial_id"]] = trial["status"]
-    return state["runner_data"]["_session_str"], trials
-
-
-def read_search_gen_state(blob: bytes) -> tuple[int, set[str] | None]:
-    """``(trials created, live trials of the ConcurrencyLimiter or None)`` of a ``search_gen_state`` file.
-
-    Layout: a cloudpickled dict (``SearchGenerator.get_state``) with ``counter`` and, for each search
-    wrapper, ``"name:<Class>"`` -> its state (``ConcurrencyLimiter``: ``live_trials``). A limiter whose
-    searcher enforces the limit itself (``_limit_concurrency`` false: ``RiskAwareSearch``) tracks no live
-    trials: ``None`` then (the searcher's live trials are its engine's unresolved runs, checked with it).
-    """
-    state = load_pickle(blob)
-    limiter = state.get("name:ConcurrencyLimiter")
-    if limiter is None or not limiter.get("_limit_concurrency", True):
-        return int(state["counter"]), None
-    return int(state["counter"]), set(limiter["live_trials"])
-
-
-class Opaque:
-    """Stands for any object of a snapshot file (see ``load_pickle``): records its class and state."""
-
-    origin: tuple[str, str] = ("", "")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.args, self.state, self.items = args, None, []
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Opaque:
-        instance = super().__new__(cls)
-        instance.args, instance.state, instance.items = args, None, []
-        return instance
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-    def append(self, item: Any) -> None:  # list and set subclasses, dict-like objects: kept, not interpreted
-        self.items.append(item)
-
-    add = append
-
-    def extend(self, items: Any) -> None:
-        self.items.extend(items)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.items.append((key, value))
-
-
-class _OpaqueUnpickler(pickle.Unpickler):
-    """Rebuilds plain containers and scalars; every class or function becomes an ``Opaque`` subclass."""
-
-    _safe = {("builtins", n) for n in ("set", "frozenset", "dict", "list", "tuple", "int", "float", "str", "bytes")}
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._safe:
-            return super().find_class(module, name)
-        return type(name, (Opaque,), {"origin": (module, name)})
-
-
-def load_pickle(blob: bytes) -> Any:
-    """Read a (cloud)pickled snapshot file without running any of its code: the checks need only plain
-    fields (counters, trial ids, the searcher's marks), and the objects around them (the trainable, a
-    custom storage filesystem, callbacks...) may need modules this process lacks. A torn file fails."""
-    return _OpaqueUnpickler(io.BytesIO(blob)).load()
-
-
-# ---------------------------------------------------------------------------------------------- restore points
-def digest(blob: bytes) -> str:
-    return hashlib.sha256(blob).hexdigest()
-
-
-def restore_point_name(session: str, slot: str) -> str:
-    return f"{PREFIX}{session}-{slot}.zip"
-
-
-def pack_restore_point(session: str, seq: int, files: dict[str, bytes]) -> bytes:
-    """One zip holding a snapshot's files and a manifest (session, sequence number, SHA-256 per file)."""
-    manifest = {"format": FORMAT, "session": session, "seq": seq, "files": {n: digest(b) for n, b in files.items()}}
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        archive.writestr("manifest.json", json.dumps(manifest))
-        for name, blob in files.items():
-            archive.writestr(name, blob)
-    return buffer.getvalue()
-
-
-@dataclass
-class Snapshot:
-    """One candidate snapshot: its session, sequence number (if known) and files (name -> bytes)."""
-
-    session: str
-    seq: int | None
-    files: dict[str, bytes]
-    source: str  # "current files" or the restore point's file name
-
-
-def unpack_restore_point(blob: bytes, source: str) -> Snapshot:
-    """The snapshot in a restore point; raises ``ValueError`` if it is torn or altered."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
-            manifest = json.loads(archive.read("manifest.json"))
-            files = {name: archive.read(name) for name in manifest["files"]}
-    except Exception as error:  # a torn zip fails in many ways (BadZipFile, zlib.error, EOFError, KeyError...)
-        raise ValueError(f"unreadable ({type(error).__name__}: {str(error)[:80]})") from None
-    if manifest.get("format") != FORMAT:
-        raise ValueError(f"format {manifest.get('format')!r}, this tune_risk reads {FORMAT}")
-    bad = [name for name, blob in files.items() if digest(blob) != manifest["files"][name]]
-    if bad:
-        raise ValueError(f"checksum mismatch for {bad}")
-    return Snapshot(manifest["session"], int(manifest["seq"]), files, source)
-
-
-class RestorePoints:
-    """Kept by ``RiskAwareSearch``: marks each searcher snapshot with the digest of its trial list, and
-    writes the previous snapshot as a restore point into Tune's staging directory (module docstring).
-
-    Pickled with the searcher (``session``, ``seq``, ``experiment_digest``); the previous snapshot's
-    ``experiment_state`` bytes are held in memory only.
-    """
-
-    def __init__(self) -> None:
-        self.session: str | None = None
-        self.seq = 0
-        self.experiment_digest: str | None = None
-        self._pending: bytes | None = None
-        self._last_written = float("-inf")
-        self._slot = 0  # the slot of the next restore point: they alternate, whatever the rate limit skips
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"session": self.session, "seq": self.seq, "experiment_digest": self.experiment_digest}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()
-        self.__dict__.update(state)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RestorePoints) and self.__getstate__() == other.__getstate__()
-
-    def __repr__(self) -> str:
-        return f"RestorePoints(session={self.session!r}, seq={self.seq})"
-
-    def before_searcher_save(self, staging_dir: str, session: str) -> None:
-        """Tune is about to write the searcher's snapshot into ``staging_dir``: mark it, and write the
-        previous snapshot (complete in staging now) as a restore point.
-
-        Relies on Tune's order in ``TuneController.save_to_dir`` (ray 2.60): ``experiment_state`` is
-        written first, the searcher next, then ``search_gen_state`` and the callbacks' state. Outside
-        a Tune snapshot (no ``experiment_state`` for ``session`` in ``staging_dir``) it does nothing.
-        """
-        names = tune_files(session)
-        staging = Path(staging_dir)
-        try:
-            experiment = (staging / names.experiment).read_bytes()
-        except OSError:
-            self.experiment_digest = None
-            return
-        if session != self.session:
-            self.session, self.seq, self._pending, self._slot = session, 0, None, 0
-        if self._pending is not None and time.monotonic() - self._last_written >= MIN_RESTORE_POINT_INTERVAL_S:
-            try:
-                self._write_previous(staging, names)
-            except OSError as error:  # a restore point is a spare: never fail Tune's own snapshot for it
-                logger.warning("could not write a tune_risk restore point in %s: %s", staging, error)
-        self.seq += 1
-        self._pending = experiment
-        self.experiment_digest = digest(experiment)
-
-    def _write_previous(self, staging: Path, names: TuneFiles) -> None:
-        """Write snapshot ``seq`` (its ``experiment_state`` from memory, the rest from staging) to its slot,
-        atomically, and delete the other slot from staging so that Tune's copies leave it alone."""
-        files = {names.experiment: self._pending}
-        for name in (names.searcher, names.search_gen, names.callbacks, TUNER_PKL):
-            if (staging / name).exists():
-                files[name] = (staging / name).read_bytes()
-        if names.searcher not in files or names.search_gen not in files:
-            return  # the previous save did not complete (no searcher or wrapper file): nothing to keep
-        slot, self._slot = self._slot, 1 - self._slot
-        target = staging / restore_point_name(self.session, str(slot))
-        tmp = staging.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"  # outside what Tune copies
-        tmp.write_bytes(pack_restore_point(self.session, self.seq, files))
-        os.replace(tmp, target)
-        (staging / restore_point_name(self.session, str(1 - slot))).unlink(missing_ok=True)
-        self._last_written = time.monotonic()
-
-
-def searcher_marks(state: Any) -> RestorePoints | None:
-    """The ``RestorePoints`` inside a searcher state (``RiskAwareSearch.get_state``, unpickled or read by
-    ``load_pickle``), if any."""
-    origin = (RestorePoints.__module__, RestorePoints.__qualname__)
-    for value in state.values() if isinstance(state, dict) else ():
-        if isinstance(value, RestorePoints):
-            return value
-        current = value.origin if isinstance(value, Opaque) else None  # read by load_pickle, not unpickled
-        if current == origin and isinstance(value.state, dict):
-            marks = RestorePoints()
-            marks.__setstate__(value.state)
-            return marks
-    return None
-
-
+# ---------------------------------------------------------------------------------------------- checks
 def check_snapshot(snapshot: Snapshot) -> list[str]:
     """What makes ``snapshot`` unusable (empty list: its files are complete and belong together).
 

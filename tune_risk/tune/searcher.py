@@ -49,7 +49,7 @@ from tune_risk.engine.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.engine.reporting import config_rows
 from tune_risk.risk.warping import FrozenWarp
 from tune_risk.settings import METHODS, SEARCHER_RECOMMEND, EngineSettings
-from tune_risk.tune.restore import RestorePoints
+from tune_risk.tune.restore_points import RestorePoints
 from tune_risk.tune.results import write_results
 from tune_risk.tune.run_context import (
     UNKNOWN_CAUSE,
