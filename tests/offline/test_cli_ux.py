@@ -226,6 +226,23 @@ def test_resume_into_an_output_of_other_settings_is_refused(table_csv, finished,
     assert "holds results of a replay with other settings" in err and "'engine'" not in err and "engine:" in err
 
 
+def test_resume_is_refused_when_a_method_now_resolves_to_other_settings(table_csv, tmp_path, monkeypatch, capsys):
+    """Same flags, but the package's default for the method changed (here the searcher's recommendation rule,
+    as between two versions of tune_risk): the old units must not be mixed with new ones."""
+    import tune_risk.offline.methods as methods
+
+    args = ["replay", "--table", str(table_csv), "--methods", "tune-risk", "--repeats", "1", "--budget", "24",
+            "--test-seeds", "0", "--out", str(tmp_path / "out")]
+    assert main(args) == 0
+    manifest = json.loads((tmp_path / "out" / "replay.json").read_text())
+    assert manifest["methods"]["tune-risk"]["recommend"] == methods.SEARCHER_RECOMMEND
+    monkeypatch.setattr(methods, "SEARCHER_RECOMMEND", "lcb")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "now resolve to other settings" in err and "tune-risk: recommend 'evidence' there, 'lcb' here" in err
+
+
 # --------------------------------------------------------------------------------------------------
 # 4. table loading: one missing-value rule, inf, string seeds, separators, folders
 # --------------------------------------------------------------------------------------------------

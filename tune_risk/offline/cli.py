@@ -111,7 +111,7 @@ def run_replay(args: argparse.Namespace) -> int:
     plan = plan_replay(args)
     units = [Unit(t.name, m, r) for t in plan.tables for m in plan.methods for r in range(args.repeats)]
     store = UnitStore(args.out)
-    store.prepare(_protocol(args, plan), {t.name: t.fingerprint() for t in plan.tables})
+    store.prepare(_protocol(args, plan), {t.name: t.fingerprint() for t in plan.tables}, _resolved_methods(plan))
     for table in plan.tables:
         if table.n_dropped:
             print(f"{table.path}: dropped {table.n_dropped} configuration(s) with missing or non-finite returns "
@@ -134,6 +134,22 @@ def _protocol(args: argparse.Namespace, plan: Any) -> dict[str, Any]:
     return {"budget": args.budget, "workers": args.workers, "seed": args.seed, "via": args.via, "warp": args.warp,
             "missing": args.missing, "seed_key": args.seed_key, "engine": plan.overrides, "test_seeds": args.test_seeds,
             "searchers": dict(sorted(plan.searchers.items()))}
+
+
+def _resolved_methods(plan: Any) -> dict[str, dict[str, Any]]:
+    """What each method name resolves to: the own methods' full settings, the peers' searcher and libraries."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    libraries = {name: installed(name) for name in ("ray", "optuna")}
+    own = {name: settings.to_dict() for name, settings in plan.settings.items()}
+    peers = {name: {"family": peer.family, "repeat": peer.repeat, **libraries} for name, peer in plan.peers.items()}
+    return {**own, **peers}
 
 
 def _replay_units(args: argparse.Namespace, plan: Any, store: Any, todo: list, total: int) -> None:

@@ -42,10 +42,14 @@ class UnitStore:
     def __init__(self, out: Path) -> None:
         self.out = out
 
-    def prepare(self, protocol: dict[str, Any], tables: dict[str, str]) -> None:
+    def prepare(self, protocol: dict[str, Any], tables: dict[str, str],
+                methods: dict[str, dict[str, Any]] | None = None) -> None:
         """Create ``out`` and check (then extend) its manifest; ``ValueError`` if it holds another replay.
 
-        ``protocol``: the settings that decide every unit's result; ``tables``: name -> SHA-256.
+        ``protocol``: the settings that decide every unit's result; ``tables``: name -> SHA-256; ``methods``:
+        name -> what the name resolves to (an own method's full ``EngineSettings``, a peer's searcher and the
+        versions of the libraries it runs on). The flags alone do not decide a unit: a method's defaults can
+        change between versions of tune_risk (or of Optuna), and a resumed replay must not mix the two.
         """
         try:
             self.out.mkdir(parents=True, exist_ok=True)
@@ -53,10 +57,14 @@ class UnitStore:
             raise ValueError(f"--out {self.out}: cannot create the output directory ({err.strerror})") from err
         path = self.out / MANIFEST
         old = self._read_manifest(path)
+        methods = methods or {}
         if old is not None:
             _check_same(self.out, old.get("protocol", {}), protocol, old.get("tables", {}), tables)
+            _check_same_methods(self.out, old.get("methods", {}), methods)
             tables = {**old.get("tables", {}), **tables}
-        _write_atomic(path, json.dumps({"protocol": protocol, "tables": tables}, indent=1, sort_keys=True) + "\n")
+            methods = {**old.get("methods", {}), **methods}
+        manifest = {"protocol": protocol, "tables": tables, "methods": methods}
+        _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
 
     @staticmethod
     def _read_manifest(path: Path) -> dict[str, Any] | None:
@@ -108,6 +116,21 @@ def _check_same(out: Path, old: dict[str, Any], new: dict[str, Any], old_tables:
     if changed:
         raise ValueError(f"--out {out} holds results of a replay with other settings ({'; '.join(changed)}); "
                          f"rerun with the same settings, use another --out or delete {out / UNITS} and {out / MANIFEST}")
+
+
+def _check_same_methods(out: Path, old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> None:
+    """Refuse to resume a method whose name now resolves to other settings than the units under ``out`` used."""
+    old, new = json.loads(json.dumps(old, default=str)), json.loads(json.dumps(new, default=str))  # as stored
+    changed = []
+    for name in sorted(set(old) & set(new)):
+        fields = [f"{key} {old[name].get(key)!r} there, {new[name].get(key)!r} here"
+                  for key in sorted(set(old[name]) | set(new[name])) if old[name].get(key) != new[name].get(key)]
+        if fields:
+            changed.append(f"{name}: {', '.join(fields)}")
+    if changed:
+        raise ValueError(f"--out {out} holds replays of methods that now resolve to other settings "
+                         f"({'; '.join(changed)}: this version of tune_risk or of a peer's library differs from the "
+                         f"one that wrote them); use another --out or delete {out / UNITS} and {out / MANIFEST}")
 
 
 def _write_atomic(path: Path, text: str) -> None:
