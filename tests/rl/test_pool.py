@@ -333,7 +333,7 @@ def test_prefetch_refuses_a_trainable_that_is_not_pooled() -> None:
 def test_a_worker_killed_under_a_prefetched_replicate_fails_it_and_is_replaced(pool) -> None:
     import ray
 
-    from rl_tasks.pool import PoolWorkerLost
+    from rl_tasks.pool_actors import PoolWorkerLost
 
     first = pool.workers()[0]  # no lease is out: the front of the free list, which the prefetch takes
     killed = ray.get(first.warm.remote())
