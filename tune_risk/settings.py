@@ -35,6 +35,29 @@ RECOMMEND_RULES = ("lcb", "posterior", "evidence")
 # RiskAwareSearch's rule for method="erahbo" (the replay's tune-risk): the paper's "lcb" deploys configurations
 # that never learn where few learn (A-21); EngineSettings keeps "lcb" so that method "erahbo" replays the paper.
 SEARCHER_RECOMMEND = "evidence"
+SEARCHER_INTENSIFY = 0.1  # RiskAwareSearch's default: the share of the budget kept for incumbent intensification
+
+
+def searcher_preset(method: str, k_min: int, k_init: int | None) -> dict[str, Any]:
+    """What ``RiskAwareSearch`` changes from the paper's preset of ``method`` (``EngineSettings.for_method``).
+
+    The one place for it: the searcher and the replay's ``tune-risk`` (the searcher's defaults, replayed)
+    both read it. Under Tune every trial is a run of the budget (``budget_unit="runs"``: the initial design,
+    cancelled and failed runs are charged); ERAHBO's initial design gets ``k_init = k_min`` replicates unless
+    ``k_init`` is given (the paper's 20 would spend most of a small budget on 5 configurations), and it
+    recommends on the evidence of the seeds (``SEARCHER_RECOMMEND``, A-21). Incumbent intensification
+    (``SEARCHER_INTENSIFY`` of the budget) is resolved by the caller, which knows the budget.
+
+    Example:
+        >>> searcher_preset("erahbo", k_min=2, k_init=None)
+        {'budget_unit': 'runs', 'recommend': 'evidence', 'k_init': 2, 'k_min': 2}
+        >>> searcher_preset("rahbo", k_min=2, k_init=None)
+        {'budget_unit': 'runs'}
+    """
+    if method != "erahbo":
+        return {"budget_unit": "runs"}
+    return {"budget_unit": "runs", "recommend": SEARCHER_RECOMMEND, "k_init": k_min if k_init is None else k_init,
+            "k_min": k_min}
 KERNELS = ("rbf", "matern52")
 REFIT = ("once", "every_round")
 STANDARDIZATION = ("frozen", "per_build")

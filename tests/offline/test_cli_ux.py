@@ -229,14 +229,14 @@ def test_resume_into_an_output_of_other_settings_is_refused(table_csv, finished,
 def test_resume_is_refused_when_a_method_now_resolves_to_other_settings(table_csv, tmp_path, monkeypatch, capsys):
     """Same flags, but the package's default for the method changed (here the searcher's recommendation rule,
     as between two versions of tune_risk): the old units must not be mixed with new ones."""
-    import tune_risk.offline.methods as methods
+    import tune_risk.settings as settings
 
     args = ["replay", "--table", str(table_csv), "--methods", "tune-risk", "--repeats", "1", "--budget", "24",
             "--test-seeds", "0", "--out", str(tmp_path / "out")]
     assert main(args) == 0
     manifest = json.loads((tmp_path / "out" / "replay.json").read_text())
-    assert manifest["methods"]["tune-risk"]["recommend"] == methods.SEARCHER_RECOMMEND
-    monkeypatch.setattr(methods, "SEARCHER_RECOMMEND", "lcb")
+    assert manifest["methods"]["tune-risk"]["recommend"] == settings.SEARCHER_RECOMMEND
+    monkeypatch.setattr(settings, "SEARCHER_RECOMMEND", "lcb")
     capsys.readouterr()
     assert main(args) == 2
     err = capsys.readouterr().err

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tune_risk.settings import SEARCHER_RECOMMEND, EngineSettings
+from tune_risk.settings import SEARCHER_INTENSIFY, EngineSettings, searcher_preset
 
 PAPER_METHODS = ("erahbo", "rahbo-k2", "rahbo-k20", "gp-ucb")
 WARPS = ("pooled", "online")
@@ -31,7 +31,6 @@ PEER_HELP = ("random-rep<k>, tpe-rep<k>, optuna-gp-rep<k>, hebo-rep<k>, bohb-rep
 METHOD_HELP = f"{OWN_HELP}; peers: {PEER_HELP}"
 TUNE_RISK = "tune-risk"
 """The method of ``RiskAwareSearch``'s defaults: what a user who changes nothing gets (see ``tune_risk_settings``)."""
-TUNE_RISK_INTENSIFY = 0.1  # RiskAwareSearch(intensify=0.1): a fraction of the budget (tests tie the two)
 SMAC = "smac"
 _METHOD_PATTERN = re.compile(r"^(erahbo(?:-(?:exp|sigmoid))?|rahbo-k(\d+)|gp-ucb)$")
 _PEER_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)-rep(\d+)$")
@@ -88,13 +87,10 @@ def tune_risk_settings(budget: int, common: dict[str, Any], overrides: dict[str,
     charged), so that ``--budget`` is the whole spend, as it is for a peer. ``overrides`` (engine flags)
     apply on top, except ``budget_unit``, which is what makes the comparison with peers equal.
     """
-    settings = {**common, "k_min": 2, "k_init": 2, "budget_unit": "runs", "recommend": SEARCHER_RECOMMEND,
-                "intensify": int(round(TUNE_RISK_INTENSIFY * budget))}
     overrides.pop("schedule_param", None)
-    settings.update(overrides)
-    if "k_min" in overrides and "k_init" not in overrides:
-        settings["k_init"] = settings["k_min"]  # as RiskAwareSearch: k_init defaults to k_min
-    settings["budget_unit"] = "runs"
+    preset = searcher_preset("erahbo", overrides.pop("k_min", 2), overrides.pop("k_init", None))
+    settings = {**common, "intensify": int(round(SEARCHER_INTENSIFY * budget)), **preset, **overrides,
+                "budget_unit": "runs"}
     return EngineSettings.for_method("erahbo", **settings)
 
 

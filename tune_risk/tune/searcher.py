@@ -48,7 +48,7 @@ from tune_risk.engine.core import Engine
 from tune_risk.engine.records import DONE, WAIT, ConfigRecord, RunStatus
 from tune_risk.engine.reporting import config_rows
 from tune_risk.risk.warping import FrozenWarp
-from tune_risk.settings import METHODS, SEARCHER_RECOMMEND, EngineSettings
+from tune_risk.settings import METHODS, SEARCHER_INTENSIFY, EngineSettings, searcher_preset
 from tune_risk.tune.restore_points import RestorePoints
 from tune_risk.tune.results import write_results
 from tune_risk.tune.run_context import (
@@ -171,7 +171,7 @@ class RiskAwareSearch(Searcher):
         budget: int | None = None,
         warp: FrozenWarp | None = None,
         config_id_key: str | None = "config_id",
-        intensify: float | int = 0.1,
+        intensify: float | int = SEARCHER_INTENSIFY,
         final_key: str | None = None,
         **engine_options: Any,
     ) -> None:
@@ -724,13 +724,8 @@ def _engine_settings(method: str, given: dict[str, Any], engine_options: dict[st
     if method == "gp-ucb" and alpha not in (None, 0, 0.0):
         raise ValueError(f"RiskAwareSearch: method='gp-ucb' is risk neutral (alpha = 0), got alpha={alpha!r}")
     k_min = 2 if k_min is None else k_min
-    recommend = {"recommend": SEARCHER_RECOMMEND} if method == "erahbo" else {}
-    overrides = {**given, "budget_unit": "runs", **recommend, **engine_options}
-    if overrides["k_init"] is None and method == "erahbo":
-        overrides["k_init"] = k_min
-    if method == "erahbo":
-        overrides["k_min"] = k_min
-    else:
+    overrides = {**given, **searcher_preset(method, k_min, given["k_init"]), **engine_options}
+    if method != "erahbo":
         overrides["k"] = overrides.pop("k_max")
     if method != "gp-ucb":
         overrides["alpha"] = 1.0 if alpha is None else float(alpha)
