@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from rl_tasks.generate import compute_config, cpu_signature, part_path, parts_dir, read_manifest
+from rl_tasks.generate import compute_config
+from rl_tasks.parts import cpu_signature, part_path, parts_dir, read_manifest
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

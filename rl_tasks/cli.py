@@ -83,7 +83,8 @@ def fixed_pair(text: str) -> tuple[str, Any]:
 def run_generate(args: argparse.Namespace) -> int:
     """Run the generator with parsed arguments; returns the process exit code."""
     check_task(args.algo, args.env)  # now, not after importing JAX and Ray
-    from rl_tasks.generate import generate_table, parts_done  # noqa: PLC0415 - imports JAX
+    from rl_tasks.generate import generate_table  # noqa: PLC0415 - imports JAX
+    from rl_tasks.parts import parts_done  # noqa: PLC0415
 
     argv = getattr(args, "argv", None)
     command = "tune-risk generate " + " ".join(shlex.quote(a) for a in (argv or _after(sys.argv[1:], "generate")))

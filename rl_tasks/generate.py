@@ -12,7 +12,8 @@ Resumability: each configuration's result is written to ``<out dir>/_parts/<tabl
 soon as it finishes; a rerun with the same settings skips those files. A ``manifest.json`` beside the parts
 holds the settings, and a rerun with different settings refuses to mix results. Several generators (e.g. one
 pinned to each core) can share a table: each claims a configuration before computing it (``claim_part``) and
-skips the ones another holds; whichever finds every part done writes the table.
+skips the ones another holds; whichever finds every part done writes the table. The part store and its manifest
+are ``rl_tasks.parts``; this module runs the generation and writes the table.
 
 Output: ``<out>`` (parquet: ``config_id, seed, performance, hp_config.<name>..., wall_time``) and
 ``<out>.json`` (metadata; see ``table_metadata``).
@@ -21,18 +22,15 @@ Output: ``<out>`` (parquet: ``config_id, seed, performance, hp_config.<name>...,
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import json
 import logging
-import math
 import os
 import platform
 import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
@@ -42,7 +40,17 @@ import pandas as pd
 from scipy.stats import qmc
 
 from rl_tasks.envs import check_task
-from rl_tasks.locks import try_lock
+from rl_tasks.parts import (
+    check_manifest,
+    claim_part,
+    cpu_signature,
+    make_manifest,
+    part_path,
+    parts_done,
+    read_part,
+    replace_with,
+    write_part,
+)
 from rl_tasks.spaces import (
     check_fixed_override,
     config_from_unit,
@@ -66,25 +74,6 @@ def sobol_configs(algo: str, env: str, n_configs: int, seed: int) -> list[dict[s
         warnings.simplefilter("ignore", UserWarning)
         points = sampler.random(n_configs)
     return [config_from_unit(space, point) for point in points]
-
-
-def parts_dir(out: Path) -> Path:
-    """Where the per-configuration results of the table ``out`` live."""
-    return out.parent / "_parts" / out.stem
-
-
-def parts_done(out: Path) -> int:
-    """How many configurations of ``out`` have their part written (by any generator)."""
-    return len(list(parts_dir(out).glob("config_*.json")))
-
-
-def part_path(out: Path, config_id: int) -> Path:
-    """The saved result of configuration ``config_id`` of the table ``out``."""
-    return parts_dir(out) / f"config_{config_id:04d}.json"
-
-
-def _json_float(x: float) -> float | None:
-    return None if not math.isfinite(x) else float(x)
 
 
 def compute_config(
@@ -137,47 +126,6 @@ def _executable(program: Any, traced: dict[str, Any], keys: Any, devices: int) -
     return entry[1]
 
 
-def _manifest(algo: str, env: str, n_configs: int, seeds: Sequence[int], steps: int, seed: int, eval_episodes: int,
-              layout: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
-    manifest = {
-        "algorithm": algo, "environment": env, "n_configs": n_configs, "seeds": list(seeds), "training_steps": steps,
-        "sobol_seed": seed, "eval_episodes": eval_episodes, "batching_layout": layout,
-    }
-    if fixed:  # only when given, so that tables made before --fixed existed still resume
-        manifest["fixed_overrides"] = dict(sorted(fixed.items()))
-    return manifest
-
-
-def _manifest_path(out: Path) -> Path:
-    return parts_dir(out) / "manifest.json"
-
-
-def read_manifest(out: Path) -> dict[str, Any]:
-    """The settings the parts of ``out`` were computed with (``{}`` before its first part)."""
-    path = _manifest_path(out)
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    """Write the manifest of a new table or verify that an existing one matches (resume safety).
-
-    Generators started together read it while another writes it, so it is replaced atomically and left
-    untouched when nothing changes (an in-place rewrite showed one of them an empty file)."""
-    path = _manifest_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = read_manifest(out)
-    if old:
-        comparable = {k: v for k, v in old.items() if k != "n_configs"}
-        if comparable != {k: v for k, v in manifest.items() if k != "n_configs"}:
-            raise ValueError(
-                f"{path} was written with different settings ({old}); delete {path.parent} to start afresh or rerun "
-                "with the recorded settings"
-            )
-        manifest = {**manifest, "n_configs": max(old["n_configs"], manifest["n_configs"])}
-    if manifest != old:
-        _replace_with(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1) + "\n"))
-
-
 def batching_layout(algo: str, env: str, n_seeds: int, devices: int, seeds_per_call: int | None) -> dict[str, Any]:
     """The fixed batching layout of a table (see the module docstring), validated."""
     from rl_tasks.training import static_and_traced_names  # noqa: PLC0415
@@ -208,34 +156,6 @@ def _library_versions() -> dict[str, str]:
         except importlib_metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
-
-
-_VECTOR_ISA = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16",
-               "avx512_fp16", "avx512_vnni", "amx_bf16")
-
-
-@functools.cache  # the CPU of a process does not change; read once, then once per part from the cache
-def cpu_signature() -> str:
-    """The CPU a part was computed on, as far as it can change the returns: model name, family and model, and the
-    vector instruction sets present (``/proc/cpuinfo``; elsewhere ``platform.processor()``).
-
-    Why per part: XLA:CPU compiles for the host's instruction set, and the PPO returns of the first 128 configurations
-    of ``ppo_cartpole`` and ``ppo_acrobot``, computed on one VM host, did not regenerate bit for bit on a later
-    one with the same software and code (``datasets/README.md``); a table extended across sessions mixes hosts.
-    """
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or platform.machine()
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            break  # the first processor's block describes them all
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-    flags = set(fields.get("flags", "").split())
-    isa = " ".join(f for f in _VECTOR_ISA if f in flags)
-    return f"{fields.get('model name', '?')} | family {fields.get('cpu family', '?')} model {fields.get('model', '?')} | {isa}"
 
 
 def _machine() -> dict[str, Any]:
@@ -281,47 +201,6 @@ class Progress:
 def _hms(seconds: float) -> str:
     s = int(seconds)
     return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
-def _write_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequence[int], result: dict[str, Any]) -> None:
-    part = {
-        "config_id": config_id, "config": config, "seeds": list(seeds),
-        "returns": [_json_float(r) for r in result["returns"]],
-        "batch_time": result["batch_time"], "compile_time": result["compile_time"], "cpu": cpu_signature(),
-    }
-    _replace_with(part_path(out, config_id), lambda tmp: tmp.write_text(json.dumps(part) + "\n"))
-
-
-@contextmanager
-def claim_part(out: Path, config_id: int) -> Iterator[bool]:
-    """Claim configuration ``config_id`` of ``out`` for this process: yields ``False`` when another generator holds it.
-
-    The claim is a lock on ``_parts/<stem>/config_XXXX.claim`` (``rl_tasks.locks``), dropped by the kernel if the
-    process dies, so a crashed generator blocks nobody. Its file is removed on release; a generator that locks a
-    file just removed, or recreates it, finds the part already written (the holder writes it before releasing),
-    so check for the part after claiming.
-    """
-    path = part_path(out, config_id).with_suffix(".claim")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = try_lock(path)
-    if descriptor is None:
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        path.unlink(missing_ok=True)
-        os.close(descriptor)
-
-
-def _read_part(out: Path, config_id: int, config: dict[str, Any], seeds: Sequence[int]) -> dict[str, Any] | None:
-    path = part_path(out, config_id)
-    if not path.exists():
-        return None
-    part = json.loads(path.read_text())
-    if part["config"] != config or part["seeds"] != list(seeds):
-        raise ValueError(f"{path} holds a different configuration or seeds; delete it to recompute")
-    return part
 
 
 def _run_missing(
@@ -413,9 +292,9 @@ def generate_table(
     check_sizes(configs, seed_list, steps)
     fixed = {name: check_fixed_override(algo, name, value) for name, value in (fixed or {}).items()}
     layout = batching_layout(algo, spec.name, len(seed_list), devices, seeds_per_call)
-    _check_manifest(out, _manifest(algo, spec.name, configs, seed_list, steps, seed, eval_episodes, layout, fixed))
+    check_manifest(out, make_manifest(algo, spec.name, configs, seed_list, steps, seed, eval_episodes, layout, fixed))
     config_list = sobol_configs(algo, spec.name, configs, seed)
-    parts = {i: _read_part(out, i, c, seed_list) for i, c in enumerate(config_list)}
+    parts = {i: read_part(out, i, c, seed_list) for i, c in enumerate(config_list)}
     todo = [i for i, part in parts.items() if part is None][:max_new]
     logger.info("%s: %d of %d configurations done, computing %d", out, configs - sum(p is None for p in parts.values()),
                 configs, len(todo))
@@ -430,30 +309,22 @@ def generate_table(
                               layout["seeds_per_call"], fixed)
 
     def on_done(config_id: int, result: dict[str, Any]) -> None:
-        _write_part(out, config_id, config_list[config_id], seed_list, result)
-        parts[config_id] = _read_part(out, config_id, config_list[config_id], seed_list)
+        write_part(out, config_id, config_list[config_id], seed_list, result)
+        parts[config_id] = read_part(out, config_id, config_list[config_id], seed_list)
         # other generators' parts count too
         progress.update(config_id, result["batch_time"] + result["compile_time"], parts_done(out))
 
     _run_missing(out, todo, config_list, job, on_done, ray_parallel)
-    parts = {i: part or _read_part(out, i, config_list[i], seed_list) for i, part in parts.items()}  # others' parts
+    parts = {i: part or read_part(out, i, config_list[i], seed_list) for i, part in parts.items()}  # others' parts
     if any(part is None for part in parts.values()):
         return None
     table = long_table(config_list, [parts[i] for i in range(configs)])
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = table_metadata(algo, spec.name, steps, seed_list, configs, seed, eval_episodes, layout, command, parts,
                           fixed)
-    _replace_with(out, lambda tmp: table.to_parquet(tmp, index=False))
-    _replace_with(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=1, default=str) + "\n"))
+    replace_with(out, lambda tmp: table.to_parquet(tmp, index=False))
+    replace_with(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=1, default=str) + "\n"))
     return table
-
-
-def _replace_with(path: Path, write: Callable[[Path], Any]) -> None:
-    """``write`` a temporary file beside ``path``, then rename it onto ``path``: readers (and a generator sharing
-    the table) see the old file or the whole new one, never a torn one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write(tmp)
-    tmp.replace(path)
 
 
 def long_table(configs: list[dict[str, Any]], parts: list[dict[str, Any]]) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rl_tasks.generate import parts_dir, parts_done, read_manifest
+from rl_tasks.parts import parts_dir, parts_done, read_manifest
 
 
 def _from_parts(out: Path) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rl_tasks.generate import part_path, parts_dir, sobol_configs
+from rl_tasks.generate import sobol_configs
+from rl_tasks.parts import part_path, parts_dir
 from tests.scripts import load_script
 
 DATASETS = Path(__file__).parents[2] / "datasets"

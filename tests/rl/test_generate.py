@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 import rl_tasks.generate as generate_module
-from rl_tasks.generate import claim_part, cpu_signature, generate_table, parts_dir, sobol_configs
+from rl_tasks.generate import generate_table, sobol_configs
+from rl_tasks.parts import claim_part, cpu_signature, parts_dir
 from rl_tasks.spaces import get_space
 
 TINY = {"algo": "ppo", "env": "CartPole-v1", "configs": 2, "seeds": 2, "steps": 2048, "eval_episodes": 4}
