@@ -13,7 +13,8 @@ from matplotlib.figure import Figure
 
 from tests.offline.test_metrics import _synthetic
 from tune_risk.cli import main
-from tune_risk.offline.summary import MIN_CI_REPEATS, write_summary
+from tune_risk.offline.metrics import MIN_CI_REPEATS
+from tune_risk.offline.summary import write_summary
 
 FIGURES = ("regret_curves", "ranks_over_time", "k_histogram", "k_vs_mv", "performance_profile")
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[+-]\d+)?(?![\w.])")

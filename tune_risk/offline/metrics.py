@@ -100,6 +100,16 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, statistic: Callable = iqm
     return float(low[0]), float(high[0])
 
 
+MIN_CI_REPEATS = 5
+"""Fewest repeats for a bootstrap CI in a report: with fewer, percentile intervals of an IQM are not meaningful."""
+
+
+def fewest_repeats(finals: pd.DataFrame) -> pd.Series:
+    """Per method, the fewest repeats it has on any table of ``final_values`` (a stratified CI needs enough in
+    every table)."""
+    return finals.groupby(["method", "table"]).size().groupby("method").min()
+
+
 def _check_columns(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:

@@ -6,11 +6,12 @@ of the initial design's regret (Tables 2 and 5), final normalised regret as IQM 
 evaluations and compute (cancelled replicates included), the replicate-count distribution, and the
 figures ``regret_curves.png`` (Fig. 3, 8), ``ranks_over_time.png`` (Fig. 2, 5), ``k_histogram.png``
 and ``k_vs_mv.png`` (Fig. 4), and rliable's aggregate IQM and performance profile
-(``performance_profile.png``) under a stratified bootstrap.  Figures are drawn with matplotlib's object API on the Agg canvas, so no
-pyplot state or display is touched, and saved as PNG and as SVG (text kept as text, for papers).
+(``performance_profile.png``) under a stratified bootstrap.  The figures are :mod:`tune_risk.offline.figures`
+(matplotlib's object API on the Agg canvas, so no pyplot state or display is touched; PNG and SVG, text kept as
+text, for papers); this module writes the tables.
 ``summary.json`` holds every number of ``summary.md`` unrounded (NaN as ``null``), section by section, so a
 paper's tables can be built from it.  One table, one method or one repetition is fine: the Wilcoxon test is
-then reported as "—", and no confidence interval is printed or drawn from fewer than ``MIN_CI_REPEATS`` (5)
+then reported as "—", and no confidence interval is printed or drawn from fewer than ``metrics.MIN_CI_REPEATS`` (5)
 repeats (the summary says so instead): a percentile bootstrap of an IQM over 2-4 values is not a 95 % interval.
 
 Example:
@@ -28,28 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from tune_risk.offline import metrics
+from tune_risk.offline.figures import plot_k, plot_profile, plot_ranks, plot_regret_curves
+from tune_risk.offline.metrics import MIN_CI_REPEATS
 
 DASH = "—"
 LEVELS = (0.75, 0.5, 0.25)
 STOP_REASONS = ("certified", "k_max", "budget", "failed")
-MIN_CI_REPEATS = 5
-"""Fewest repeats for a bootstrap CI: with fewer, percentile intervals of an IQM are not meaningful."""
 CI_NOTE = (f"no CI below {MIN_CI_REPEATS} repeats: a percentile bootstrap of the IQM of fewer values is not a "
            "95 % interval")
-BAND_NOTE = {  # what the shaded bands of each figure are (printed on the figure)
-    "regret": "line: IQM over repeats; band: 95 % percentile-bootstrap CI of the IQM",
-    "ranks": "line: mean rank over (table, repeat); band: ± 1 standard error",
-    "profile": "all (table, repeat) runs, tables weighted equally; band: 95 % stratified-bootstrap CI",
-}
-NO_BAND = f"; no band below {MIN_CI_REPEATS} repeats (a CI needs ≥ {MIN_CI_REPEATS})"
 
 
 @dataclass(frozen=True)
@@ -102,11 +93,6 @@ def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _method_order(runs: pd.DataFrame) -> list[str]:
     """Methods in order of first appearance (the order the CLI was given them)."""
     return [str(m) for m in pd.unique(runs["method"])]
-
-
-def _fewest_repeats(finals: pd.DataFrame) -> pd.Series:
-    """Per method, the fewest repeats it has on any table (a stratified CI needs enough in every table)."""
-    return finals.groupby(["method", "table"]).size().groupby("method").min()
 
 
 def _rank_section(runs: pd.DataFrame, order: list[str]) -> Section:
@@ -288,7 +274,7 @@ def _final_table(records: list[dict[str, Any]], order: list[str]) -> str:
 def _aggregate_section(runs: pd.DataFrame, n_boot: int) -> Section:
     """Aggregate over tables: IQM of final normalised regret pooled over (table, repeat), stratified CI."""
     columns = [c for c in ("normalised_regret", "normalised_recommended_regret") if c in runs.columns]
-    fewest = _fewest_repeats(metrics.final_values(runs))
+    fewest = metrics.fewest_repeats(metrics.final_values(runs))
     records = []
     for column in columns:
         for row in metrics.aggregate_iqm(runs, column, n_boot=n_boot).to_dict("records"):
@@ -354,127 +340,6 @@ def _k_section(rounds: pd.DataFrame, order: list[str]) -> Section:
     return Section("replicates", text, {"rows": records, "histogram": histogram})
 
 
-def _figure(n_panels: int, ncols: int = 3, size: tuple[float, float] = (4.2, 3.2)) -> tuple[Figure, list]:
-    """A figure with ``n_panels`` axes on an Agg canvas (unused grid cells hidden; constrained layout keeps
-    labels, titles and the suptitle apart)."""
-    ncols = max(1, min(ncols, n_panels))
-    nrows = math.ceil(max(n_panels, 1) / ncols)
-    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = list(np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel())
-    for ax in axes[n_panels:]:
-        ax.set_visible(False)
-    return fig, axes[:max(n_panels, 1)]
-
-
-def _suptitle(fig: Figure, text: str) -> None:
-    """The figure's note: one line, or one line per ``;``-part when that would be wider than the figure."""
-    fits = len(text) <= fig.get_figwidth() * 14  # characters of a small font per inch, with a margin
-    fig.suptitle(text if fits else text.replace("; ", "\n"), fontsize="small")
-
-
-def _save(fig: Figure, png: Path) -> list[Path]:
-    """Save ``fig`` as ``png`` and beside it as SVG (text as text, no date: the same run gives the same bytes)."""
-    svg = png.with_suffix(".svg")
-    fig.savefig(png, dpi=120)
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tune-risk"}):
-        fig.savefig(svg, format="svg", metadata={"Date": None})
-    return [png, svg]
-
-
-def _colours(order: list[str]) -> dict[str, tuple]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    return {m: cmap(i % 10) for i, m in enumerate(order)}
-
-
-def _plot_regret_curves(curves: pd.DataFrame, order: list[str], path: Path) -> list[Path]:
-    """Fig. 3 / 8: IQM normalised regret vs evaluations with 95 % CI bands (where the repeats allow one),
-    one panel per table."""
-    tables = sorted(curves["table"].unique())
-    fig, axes = _figure(len(tables))
-    colours = _colours(order)
-    for ax, table in zip(axes, tables, strict=False):
-        for method in order:
-            c = curves[(curves["table"] == table) & (curves["method"] == method)]
-            enough = c["n_repeats"] >= MIN_CI_REPEATS
-            ax.plot(c["n_eval"], c["iqm"], color=colours[method], label=method, drawstyle="steps-post")
-            ax.fill_between(c["n_eval"], c["ci_low"].where(enough), c["ci_high"].where(enough),
-                            color=colours[method], alpha=0.2, step="post")
-        ax.set(title=str(table), xlabel="evaluations", ylabel="normalised MV regret, IQM\n(lower is better)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].legend(fontsize="small")
-    few = bool((curves["n_repeats"] < MIN_CI_REPEATS).any())
-    _suptitle(fig, BAND_NOTE["regret"] + (NO_BAND if few else ""))
-    return _save(fig, path)
-
-
-PROFILE_PANELS = {"normalised_regret": "best configuration evaluated",
-                  "normalised_recommended_regret": "recommended configuration (argmax LCB^MV)"}
-
-
-def _plot_profile(runs: pd.DataFrame, order: list[str], n_boot: int, path: Path) -> list[Path]:
-    """Performance profiles (rliable): fraction of runs with final normalised regret <= tau, one panel for the
-    best configuration evaluated and, if logged, one for the recommended one; stratified CI bands."""
-    columns = [c for c in PROFILE_PANELS if c in runs.columns]
-    fig, axes = _figure(len(columns), ncols=2, size=(5.6, 3.8))
-    colours = _colours(order)
-    fewest = _fewest_repeats(metrics.final_values(runs))
-    for ax, column in zip(axes, columns, strict=True):
-        profile = metrics.performance_profile(runs, column, n_boot=n_boot)
-        for method in order:
-            p = profile[profile["method"] == method]
-            ax.plot(p["tau"], p["fraction"], color=colours[method], label=method, drawstyle="steps-post")
-            if fewest[method] >= MIN_CI_REPEATS:
-                ax.fill_between(p["tau"], p["ci_low"], p["ci_high"], color=colours[method], alpha=0.2, step="post")
-        ax.set(title=PROFILE_PANELS[column], xlabel="final normalised MV regret τ\n(1 = initial design's regret)",
-               ylabel="fraction of runs with regret ≤ τ\n(higher is better)", ylim=(-0.02, 1.02))
-    axes[0].legend(fontsize="small")
-    few = bool((fewest < MIN_CI_REPEATS).any())
-    _suptitle(fig, BAND_NOTE["profile"] + (NO_BAND if few else ""))
-    return _save(fig, path)
-
-
-def _plot_ranks(runs: pd.DataFrame, grid: np.ndarray, order: list[str], path: Path) -> list[Path]:
-    """Fig. 2 / 5: mean rank ± SE over evaluations, for simple and cumulative regret."""
-    fig, axes = _figure(2)
-    colours = _colours(order)
-    for ax, (col, name) in zip(axes, [("regret", "simple MV regret"), ("cumulative_regret", "cumulative regret")],
-                               strict=True):
-        ranks = metrics.ranks_over_time(runs, col, grid)
-        for method in order:
-            r = ranks[ranks["method"] == method]
-            se = r["se_rank"].fillna(0.0)
-            ax.plot(r["n_eval"], r["mean_rank"], color=colours[method], label=method)
-            ax.fill_between(r["n_eval"], r["mean_rank"] - se, r["mean_rank"] + se, color=colours[method], alpha=0.2)
-        ax.set(title=f"rank on {name}", xlabel="evaluations", ylabel="mean rank (lower is better)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].legend(fontsize="small")
-    _suptitle(fig, BAND_NOTE["ranks"])
-    return _save(fig, path)
-
-
-def _plot_k(stats: metrics.KStatistics, order: list[str], hist_path: Path, scatter_path: Path) -> list[Path]:
-    """Fig. 4: histogram of k per method (left) and k against the scaled true MV (right)."""
-    colours = _colours(order)
-    fig_h, axes_h = _figure(len(order))
-    fig_s, axes_s = _figure(len(order))
-    for ax_h, ax_s, method in zip(axes_h, axes_s, order, strict=True):
-        h = stats.histogram[stats.histogram["method"] == method]
-        s = stats.scatter[stats.scatter["method"] == method]
-        ax_h.bar(h["k"], h["count"], color=colours[method])
-        ax_s.scatter(s["mv_scaled"], s["k"], s=8, alpha=0.4, color=colours[method])
-        if s.empty:
-            for ax in (ax_h, ax_s):
-                ax.text(0.5, 0.5, "no BO rounds", ha="center", va="center", transform=ax.transAxes)
-        ax_h.set(title=method, xlabel="replicates k", ylabel="rounds")
-        ax_s.set(title=method, xlabel="true MV, scaled to [0, 1] per table\n(higher is better)", ylabel="replicates k")
-        for axis in (ax_h.xaxis, ax_h.yaxis, ax_s.yaxis):  # k and round counts are integers
-            axis.set_major_locator(MaxNLocator(integer=True))
-    return [*_save(fig_h, hist_path), *_save(fig_s, scatter_path)]
-
-
 def _jsonable(value: Any) -> Any:
     """``value`` with NaN/inf as ``None`` and numpy scalars as Python numbers (strict JSON)."""
     if isinstance(value, dict):
@@ -491,7 +356,7 @@ def _jsonable(value: Any) -> Any:
 def _header(title: str, runs: pd.DataFrame, order: list[str], test_seeds: int, n_boot: int) -> Section:
     """The title line: tables, methods, repeats, evaluations, and why there is no interval if there is none."""
     finals = metrics.final_values(runs)
-    repeats, fewest = int(finals.groupby(["table", "method"]).size().max()), int(_fewest_repeats(finals).min())
+    repeats, fewest = int(finals.groupby(["table", "method"]).size().max()), int(metrics.fewest_repeats(finals).min())
     text = (f"# {title}\n\n{runs['table'].nunique()} table(s), {len(order)} method(s) "
             f"({', '.join(order)}), {repeats} repeat(s), "
             f"up to {int(finals['n_eval'].max())} evaluations. Metrics: docs/algorithms.md §1.12.")
@@ -538,7 +403,7 @@ def write_summary(runs: pd.DataFrame, rounds: pd.DataFrame, out_dir: str | Path,
     js.write_text(json.dumps(_jsonable({s.key: s.data for s in sections}), indent=1, allow_nan=False) + "\n",
                   encoding="utf-8")
     curves = metrics.regret_curves(runs, "normalised_regret", grid, n_boot=n_boot)
-    return [md, js, *_plot_regret_curves(curves, order, out / "regret_curves.png"),
-            *_plot_ranks(runs, grid, order, out / "ranks_over_time.png"),
-            *_plot_k(metrics.k_statistics(rounds), order, out / "k_histogram.png", out / "k_vs_mv.png"),
-            *_plot_profile(runs, order, n_boot, out / "performance_profile.png")]
+    return [md, js, *plot_regret_curves(curves, order, out / "regret_curves.png"),
+            *plot_ranks(runs, grid, order, out / "ranks_over_time.png"),
+            *plot_k(metrics.k_statistics(rounds), order, out / "k_histogram.png", out / "k_vs_mv.png"),
+            *plot_profile(runs, order, n_boot, out / "performance_profile.png")]
