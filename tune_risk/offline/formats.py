@@ -24,7 +24,8 @@ In the wide and list formats every column that is not reserved (``config_id``, `
 ``wall_time*``, ``training_steps``, pandas' ``Unnamed: <i>`` index columns) is a hyperparameter, and a
 ``hp_config.`` prefix is stripped; configurations keep file order, ``config_id`` defaults to the row
 number. Every error is a ``ValueError`` that starts with the file and names the column or value (row
-numbers in messages count the file's data rows from 0).
+numbers in messages count the file's data rows from 0). The cells themselves (returns, lists, ids,
+hyperparameter values) are parsed by :mod:`tune_risk.offline.cells`.
 
 Missing values, one rule for every format (:func:`missing_mask`): every configuration needs a finite
 return for every seed. A long-format (configuration, seed) without a row, an empty, ``NaN`` or ``None``
@@ -41,7 +42,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import numbers
 import os
 import re
 from dataclasses import dataclass
@@ -51,6 +51,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tune_risk.offline.cells import (
+    check_hyperparameters,
+    check_keys,
+    clean_id,
+    parse_list_cell,
+    sorted_ids,
+    to_float,
+)
 from tune_risk.offline.paths import check_table_path, table_error
 
 logger = logging.getLogger(__name__)
@@ -59,8 +67,6 @@ HP_PREFIX = "hp_config."
 _SEED_COLUMN = re.compile(r"^performance_seed_(.+)$")
 _WALL_SEED_COLUMN = re.compile(r"^wall_time_seed_(.+)$")
 _RESERVED = re.compile(r"^(config_id|performance|wall_time|training_steps|seed|Unnamed: \d+)$")
-_NUMPY_SCALAR = re.compile(r"^(?:np\.|numpy\.)?float(?:16|32|64)?\((.*)\)$")
-_NAN_TOKENS = {"nan", "none", "null", "na", ""}
 CSV_SEPARATORS = (",", ";", "\t", "|")
 MISSING_POLICIES = ("error", "drop", "keep")
 
@@ -130,128 +136,8 @@ def read_metadata(path: Path, metadata: dict | str | Path | None) -> dict[str, A
     return loaded
 
 
-# --- values ---------------------------------------------------------------------------------------
-def _scalar_to_float(value: Any) -> float | None:
-    """A return value as float (NaN for missing), or ``None`` if it is not a number."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return math.nan
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, str):
-        token = value.strip()
-        match = _NUMPY_SCALAR.match(token)
-        token = match.group(1).strip() if match else token
-        if token.lower() in _NAN_TOKENS:
-            return math.nan
-        try:
-            return float(token)
-        except ValueError:
-            return None
-    return None
-
-
-def to_float(values: pd.Series, column: str, source: str) -> np.ndarray:
-    """A column of returns (or times) as float64; ``ValueError`` naming the column and a bad value."""
-    dtype = values.dtype
-    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
-        return values.to_numpy(dtype=np.float64, na_value=np.nan)
-    out = np.empty(len(values), dtype=np.float64)
-    for i, value in enumerate(values.tolist()):
-        converted = _scalar_to_float(value)
-        if converted is None:
-            raise table_error(source, f"column {column!r} holds a non-numeric value {value!r} (row {values.index[i]})")
-        out[i] = converted
-    return out
-
-
-def parse_list_cell(cell: Any, column: str, where: str, source: str) -> np.ndarray:
-    """One bracketed list of per-seed values (a list/array, or a string like ``"[1.0, nan]"``)."""
-    if isinstance(cell, str):
-        text = cell.strip()
-        if not (text.startswith("[") and text.endswith("]")):
-            raise table_error(source, f"column {column!r} at {where}: expected a bracketed list, got {cell!r}")
-        tokens = [t for t in re.split(r"[,\s]+", text[1:-1]) if t]
-    elif isinstance(cell, (list, tuple, np.ndarray)):
-        tokens = list(np.asarray(cell, dtype=object).ravel())
-    else:
-        raise table_error(source, f"column {column!r} at {where}: expected a list of per-seed values, got {cell!r}")
-    out = np.empty(len(tokens), dtype=np.float64)
-    for j, token in enumerate(tokens):
-        converted = _scalar_to_float(token)
-        if converted is None:
-            raise table_error(source, f"column {column!r} at {where} holds a non-numeric value {token!r}")
-        out[j] = converted
-    return out
-
-
-def _clean_id(value: Any) -> Any:
-    """A seed or configuration id as a plain Python value (integral floats become ints)."""
-    value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _seed_from_suffix(suffix: str) -> Any:
     return int(suffix) if re.fullmatch(r"-?\d+", suffix) else suffix
-
-
-def _sort_key(value: Any) -> tuple:
-    return (type(value).__name__, value)
-
-
-def _id_key(value: Any) -> tuple:
-    """Numbers first, numerically; then strings in natural order (``s2`` before ``s10``), text breaking ties."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return (0, value, ())
-    text = str(value)
-    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p)
-    return (1, 0, parts, text)
-
-
-def sorted_ids(values: list[Any]) -> list[Any]:
-    """Distinct configuration or seed ids in natural order (see :func:`_id_key`)."""
-    return sorted(dict.fromkeys(values), key=_id_key)
-
-
-def sorted_unique(values: list[Any], typed: bool = False) -> list[Any]:
-    """Sorted distinct values (mixed types grouped by type name); ``typed``: ``1``, ``1.0``, ``True`` differ."""
-    distinct = [v for _, v in dict.fromkeys((type(v), v) for v in values)] if typed else list(dict.fromkeys(values))
-    try:
-        return sorted(distinct)
-    except TypeError:
-        return sorted(distinct, key=_sort_key)
-
-
-def check_keys(values: pd.Series, column: str, source: str) -> list[Any]:
-    """Ids of one key column as Python values; ``ValueError`` for missing or non-scalar ids."""
-    if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
-        return values.tolist()
-    out = []
-    for i, value in enumerate(values.tolist()):
-        if not pd.api.types.is_scalar(value) or pd.isna(value):
-            raise table_error(source, f"column {column!r} holds an invalid id {value!r} (row {values.index[i]})")
-        out.append(_clean_id(value))
-    return out
-
-
-def check_hyperparameters(frame: pd.DataFrame, columns: list[str], source: str) -> None:
-    """Hyperparameter values must be present, scalar and (for numbers) finite."""
-    for column in columns:
-        dtype = frame[column].dtype
-        if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
-            numbers_ok = np.isfinite(frame[column].to_numpy(dtype=np.float64, na_value=np.nan))
-            if numbers_ok.all():
-                continue
-        for i, value in enumerate(frame[column].tolist()):
-            bad = not pd.api.types.is_scalar(value) or pd.isna(value)
-            if not bad and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-                bad = not math.isfinite(value)
-            if bad:
-                raise table_error(source, f"hyperparameter column {column!r} holds an invalid value {value!r} "
-                                          f"(row {frame.index[i]})")
 
 
 # --- formats --------------------------------------------------------------------------------------
@@ -455,7 +341,7 @@ def _list_returns(frame: pd.DataFrame, source: str, metadata: dict[str, Any]) ->
             _broadcast_wall_time(frame, n_seeds, source)
         if wall_time is not None and wall_time.shape != returns.shape:
             raise table_error(source, f"column 'wall_time' has shape {wall_time.shape}, returns {returns.shape}")
-    return [_clean_id(s) for s in seeds], returns, wall_time
+    return [clean_id(s) for s in seeds], returns, wall_time
 
 
 # --- missing values -------------------------------------------------------------------------------
@@ -485,8 +371,8 @@ def describe_missing(parsed: ParsedTable, bad: np.ndarray, hint: bool = True) ->
     incomplete = bad.any(axis=1)
     row = int(np.flatnonzero(incomplete)[0])
     cols = np.flatnonzero(bad[row])
-    config_id = _clean_id(parsed.configs["config_id"].iloc[row])
-    seeds = [_clean_id(parsed.seeds[j]) for j in cols]
+    config_id = clean_id(parsed.configs["config_id"].iloc[row])
+    seeds = [clean_id(parsed.seeds[j]) for j in cols]
     cells = [_cell_text(parsed, row, j) for j in cols]
     names = parsed.return_columns or ["performance"] * len(parsed.seeds)
     where = ", ".join(f"column {names[j]!r}: {cell}" for j, cell in list(zip(cols, cells, strict=True))[:5])

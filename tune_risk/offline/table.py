@@ -37,17 +37,15 @@ from ray import tune
 from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUniform, Quantized
 
 from tune_risk.engine.records import sample_mean_variance
+from tune_risk.offline.cells import check_hyperparameters, check_keys, sorted_unique
 from tune_risk.offline.formats import (
     HP_PREFIX,
     MISSING_POLICIES,
     ParsedTable,
-    check_hyperparameters,
-    check_keys,
     missing_mask,
     parse_frame,
     read_frame,
     read_metadata,
-    sorted_unique,
     table_error,
 )
 from tune_risk.offline.paths import file_kind
