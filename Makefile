@@ -1,6 +1,6 @@
 # Two commands matter: `make demo` and `make test`. Each creates .venv if missing, installs torch first
 # (TORCH_VERSION from TORCH_INDEX) and then the project, and runs. `make demo` installs the project alone (what
-# experiments/demo.py imports: no JAX, no extras); `make test` (and `make venv`) add the extras the tests use:
+# experiments/examples/demo.py imports: no JAX, no extras); `make test` (and `make venv`) add the extras the tests use:
 # dev, docs, rl, brax, bench. Stamp files keyed on pyproject.toml and this Makefile make repeated runs skip
 # the install.
 #
@@ -47,7 +47,7 @@ $(STAMP): $(BASE_STAMP)
 venv: $(STAMP)
 
 demo: $(BASE_STAMP)
-	$(PY) experiments/demo.py
+	$(PY) experiments/examples/demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
@@ -57,7 +57,7 @@ test: $(STAMP)
 soak: $(STAMP)
 	RELIABILITY_SOAK=1 TELL_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s tests/reliability -k "soak or noise_never"
 
-# The performance suite (experiments/bench_all.py): ~8 min on 2 cores (plus ~1 min to build the HEBO venv once); `make bench QUICK=1` for a one-minute version.
+# The performance suite (experiments/benchmarks/bench_all.py): ~8 min on 2 cores (plus ~1 min to build the HEBO venv once); `make bench QUICK=1` for a one-minute version.
 # HEBO pins numpy<1.25, which JAX 0.10 cannot use, so HEBOSearch runs from its own venv; if building it
 # fails, the suite still runs and reports HEBO as not run.
 HEBO_VENV := .venv-hebo
@@ -75,7 +75,7 @@ $(HEBO_STAMP):
 
 bench: $(STAMP)
 	-$(MAKE) --no-print-directory $(HEBO_STAMP)
-	$(PY) experiments/bench_all.py $(if $(QUICK),--quick) --hebo-python $(HEBO_VENV)/bin/python
+	$(PY) experiments/benchmarks/bench_all.py $(if $(QUICK),--quick) --hebo-python $(HEBO_VENV)/bin/python
 
 # The documentation site (mkdocs-material + mkdocstrings, mkdocs.yml): site/index.html. --strict: any warning
 # (a broken link, a docstring mkdocstrings cannot read, a missing result file a page includes) fails the build.

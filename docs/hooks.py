@@ -1,6 +1,6 @@
 """MkDocs hooks: the benchmark pages render their numbers from the committed result files.
 
-A page writes ``<!-- include: experiments/peers_replay_results/b300/headline.md -->`` (optionally
+A page writes ``<!-- include: experiments/results/peers_replay/b300/headline.md -->`` (optionally
 ``shift=N``: headings moved N levels down, default 1) and the build puts that file's text there, followed by
 the line that says which commit last changed it and when (``git log``); ``<!-- provenance: PATH -->`` writes
 the line alone. A missing file fails the build, so a page cannot quote a result the repository does not hold.

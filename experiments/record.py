@@ -2,7 +2,7 @@
 
 Usage::
 
-    python experiments/record.py cluster_projection -- python experiments/cluster_projection.py --budget 200
+    python experiments/record.py cluster_projection -- python experiments/benchmarks/cluster_projection.py --budget 200
 
 The record opens with the command, the date, the commit it ran at and the machine (CPU model, cores, the
 cores the process may use), then holds the command's standard output verbatim (its tables are Markdown), so a

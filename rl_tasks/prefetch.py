@@ -3,7 +3,7 @@
 Why: Ray Tune 2.60 keeps at most one idle trial actor when no trial is staged, so at each of ERAHBO's
 synchronisation points (a wave's replicates all finished, the next wave not yet suggested) all but one thin
 trial actor are discarded. The next wave's other trials then wait for fresh actors, about 1.8 s each here
-(0.19 s for a reused one; ``experiments/live_hpo.py`` reports it as idle worker time), and when a
+(0.19 s for a reused one; ``experiments/studies/live_hpo.py`` reports it as idle worker time), and when a
 replicate trains in less time than that, the running trial's actor frees first and Tune hands it to the
 waiting trial, killing the fresh one: trials run one after another on one actor while the other pool
 workers idle (measured: PPO CartPole at 100k steps, ERAHBO's workers busy 71 % of the time against 93 %

@@ -11,8 +11,9 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def load_script(name: str) -> ModuleType:
-    """``experiments/<name>.py`` imported as the module ``name`` (its ``main`` is not run)."""
-    spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
+    """``experiments/<kind>/<name>.py`` imported as the module ``name`` (its ``main`` is not run)."""
+    (path,) = EXPERIMENTS.glob(f"*/{name}.py")  # examples/, benchmarks/ or studies/
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses (and pickling) look a class's module up there
     spec.loader.exec_module(module)

@@ -34,16 +34,16 @@ def page(site: Path, name: str) -> str:
 
 
 def test_benchmark_pages_render_the_committed_result_files(site: Path) -> None:
-    headline = (ROOT / "experiments/peers_replay_results/b300/headline.md").read_text(encoding="utf-8")
+    headline = (ROOT / "experiments/results/peers_replay/b300/headline.md").read_text(encoding="utf-8")
     row = next(line for line in headline.splitlines() if line.startswith("| tune-risk |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     html = page(site, "benchmarks/peers")
     rendered = re.findall(r"<td[^>]*>([^<]*)</td>", html)
     assert any(rendered[i:i + len(cells)] == cells for i in range(len(rendered)))  # the committed row, verbatim
-    assert "Rendered from <code>experiments/peers_replay_results/b300/headline.md</code>" in html
+    assert "Rendered from <code>experiments/results/peers_replay/b300/headline.md</code>" in html
     live = page(site, "benchmarks/live")
-    assert 'src="../../results/experiments/live_hpo_results/peers_ppo_cartpole.png"' in live
-    assert (site / "results/experiments/live_hpo_results/peers_ppo_cartpole.png").is_file()
+    assert 'src="../../results/experiments/results/live_hpo/peers_ppo_cartpole.png"' in live
+    assert (site / "results/experiments/results/live_hpo/peers_ppo_cartpole.png").is_file()
 
 
 def test_api_reference_and_math_are_rendered(site: Path) -> None:
@@ -75,7 +75,7 @@ def test_readme_is_a_landing_page_whose_numbers_are_the_committed_ones() -> None
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(readme) <= 200
     assert any(line.startswith("pip install") for line in readme[:40])
-    headline = (ROOT / "experiments/peers_replay_results/b300/headline.md").read_text(encoding="utf-8")
+    headline = (ROOT / "experiments/results/peers_replay/b300/headline.md").read_text(encoding="utf-8")
     committed = {line.split("|")[1].strip(): line for line in headline.splitlines() if line.startswith("| ")}
     shown = [line for line in readme if line.startswith("| ") and line.split("|")[1].strip() in committed
              and "method" not in line]

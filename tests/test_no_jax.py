@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"  # the OSCBO harness (lab code) lives there
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments" / "studies"  # the OSCBO harness (lab code) lives there
 
 MODULES = ["tune_risk", "tune_risk.engine.core", "tune_risk.tune.searcher", "tune_risk.tune.scheduler",
            "tune_risk.engine.simulate", "tune_risk.cli", "tune_risk.tune.space", "tune_risk.benchmarks.objectives",

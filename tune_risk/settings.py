@@ -151,7 +151,7 @@ class EngineSettings:
         intensify: replicate runs reserved at the end of the budget for incumbent intensification:
             once no BO round can start, they add replicates to the three configurations with the
             highest ``LCB^MV`` (``Engine._intensify``); 0 (the default, chosen from
-            ``experiments/intensification.py``) turns it off. Needs a ``budget``.
+            ``experiments/studies/intensification.py``) turns it off. Needs a ``budget``.
         num_restarts / raw_samples: ``optimize_acqf`` settings on the continuous cube.
         seed: fixes every random choice (Sobol design, acquisition restarts, replicate seeds).
         torch_threads: torch threads for the engine's GP algebra (0: torch's own setting); see

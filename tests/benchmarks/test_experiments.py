@@ -10,7 +10,7 @@ from oscbo_harness.store import RunStore, run_key
 
 from tests.scripts import EXPERIMENTS, load_script
 
-SCRIPT = EXPERIMENTS / "oscbo_benchmark.py"
+SCRIPT = EXPERIMENTS / "studies" / "oscbo_benchmark.py"
 
 
 def test_benchmark_script_tiny(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""experiments/peers_replay.py: the committed finals are the resume record, and the target check is honest."""
+"""experiments/studies/peers_replay.py: the committed finals are the resume record, and the target check is honest."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def test_the_wheel_ships_the_tables_and_loads_them_without_the_clone(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n.removeprefix("tune_risk/offline/tables/") for n in names if "/tables/" in n)
     assert shipped == sorted(["README.md", *(f"{t}.parquet" for t in NAMES), *(f"{t}.parquet.json" for t in NAMES)])
-    # the product only: the OSCBO paper's harness is lab code (experiments/oscbo_harness), not in the wheel
+    # the product only: the OSCBO paper's harness is lab code (experiments/studies/oscbo_harness), not in the wheel
     modules = {n.removesuffix(".py") for n in names if n.endswith(".py")}
     assert "tune_risk/benchmarks/objectives" in modules and "tune_risk/tune/searcher" in modules
     harness = {"loop", "surrogates", "store", "tasks", "tabular", "lunar", "unavailable"}

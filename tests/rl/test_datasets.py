@@ -73,7 +73,7 @@ def test_extension_continues_the_same_sobol_sequence(table: Path) -> None:
 @pytest.mark.slow
 def test_a_shipped_configuration_regenerates_bit_for_bit() -> None:
     """Today's software recomputes DQN CartPole configuration 0 (50 seeds, 100k steps, the recorded layout)
-    exactly as shipped (about 30 s on one core), through ``experiments/regenerate_parts.py``. Measured to hold on
+    exactly as shipped (about 30 s on one core), through ``experiments/studies/regenerate_parts.py``. Measured to hold on
     both kinds of host CPU the tables were computed on; PPO configurations that learn regenerate only on the
     kind of CPU that computed them (datasets/README.md, "Regenerating bit for bit")."""
     pytest.importorskip("jax")

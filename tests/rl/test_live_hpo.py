@@ -1,4 +1,4 @@
-"""experiments/live_hpo.py's bookkeeping: when a method's recommendation first reaches a target MV."""
+"""experiments/studies/live_hpo.py's bookkeeping: when a method's recommendation first reaches a target MV."""
 
 from __future__ import annotations
 

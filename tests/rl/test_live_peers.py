@@ -1,4 +1,4 @@
-"""experiments/live_peers.py: equal budgets, fresh seeds no search trains, resume, the summary, bad input."""
+"""experiments/studies/live_peers.py: equal budgets, fresh seeds no search trains, resume, the summary, bad input."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_pooled_search_trains_only_on_the_pool_and_keeps_its_trial_processes(poo
     assert not trainers & trial_processes, "a thin trial trained in its own process"
     # Issue 18's bound on processes per run (W + 2). At this size (replicates of 0.1-0.3 s) Tune keeps its
     # processes even without final_key; the searcher-level test of final_key is in tests/tune, and the churn
-    # it removes at 100k steps is measured by experiments/live_hpo.py (trial actors: 8 -> 2 on PPO).
+    # it removes at 100k steps is measured by experiments/studies/live_hpo.py (trial actors: 8 -> 2 on PPO).
     assert len(trial_processes) <= pool.size + 2, trial_processes
     assert all(r.metrics["startup_s"] >= 0 for r in results)
     assert all(r.metrics["chunk_s"] > 0 for r in results)  # the worker's seconds on the chunk

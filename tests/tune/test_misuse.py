@@ -107,14 +107,14 @@ def apply_unified_diff(old: list[str], diff: list[str]) -> list[str]:
 
 
 def test_readme_diff_is_exactly_the_change_from_the_plain_quickstart() -> None:
-    plain = (ROOT / "experiments" / "tune_quickstart_plain.py").read_text().splitlines()
-    risk = (ROOT / "experiments" / "tune_quickstart.py").read_text().splitlines()
+    plain = (ROOT / "experiments" / "examples" / "tune_quickstart_plain.py").read_text().splitlines()
+    risk = (ROOT / "experiments" / "examples" / "tune_quickstart.py").read_text().splitlines()
     assert apply_unified_diff(plain, _readme_diff()) == risk
 
 
 @pytest.mark.parametrize("script", ["tune_quickstart_plain.py", "tune_quickstart.py"])
 def test_quickstart_scripts_run(script: str) -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "experiments" / script), "--num-samples", "12"],
+    proc = subprocess.run([sys.executable, str(ROOT / "experiments" / "examples" / script), "--num-samples", "12"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "best configuration: {'lr'" in proc.stdout

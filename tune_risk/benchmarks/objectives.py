@@ -178,7 +178,7 @@ def hartmann_function(dim: int):
 
     BoTorch stores the constants in float32, so values differ from a float64 evaluation of the
     textbook constants by up to ~1e-7 (relative ~4e-8): the price of one maintained definition, shared
-    with the OSCBO benchmark tasks (``experiments/oscbo_harness/tasks.py``).
+    with the OSCBO benchmark tasks (``experiments/studies/oscbo_harness/tasks.py``).
     """
     if dim not in HARTMANN_DIMS:
         raise ValueError(f"dim must be one of {list(HARTMANN_DIMS)}, got {dim!r}.")

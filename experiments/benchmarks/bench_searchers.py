@@ -1,6 +1,6 @@
 """Suggestion latency and Tune per-trial overhead of Ray Tune searchers on one synthetic noisy objective.
 
-The worker behind ``experiments/bench_all.py``. It imports neither ``tune_risk`` nor JAX at module
+The worker behind ``experiments/benchmarks/bench_all.py``. It imports neither ``tune_risk`` nor JAX at module
 level, so that it also runs in a separate virtual environment for peers whose pins clash with the
 project's (HEBO needs ``numpy < 1.25``). Prints one JSON object.
 
@@ -22,7 +22,7 @@ cache).
 **Tune per-trial overhead.** A trivial trainable (one report), ``reuse_actors=True``, 2 concurrent
 trials, ``trials`` trials per searcher, one Ray instance per process; seconds per trial.
 
-    python experiments/bench_searchers.py --searchers risk-aware-pool,optuna-gp --sizes 25 100 --repeats 5
+    python experiments/benchmarks/bench_searchers.py --searchers risk-aware-pool,optuna-gp --sizes 25 100 --repeats 5
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ one torch thread) is timed for each method, with replicate evaluations per secon
 of the ERAHBO paper's study (19 tables x 20 repetitions x 4 methods) is extrapolated. ``--profile``
 prints where the time goes (cProfile, top functions by own time).
 
-    python experiments/bench_replay.py [--budget 1500] [--configs 512] [--profile]
+    python experiments/benchmarks/bench_replay.py [--budget 1500] [--configs 512] [--profile]
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ asynchronous mode (``max_active_configs = ceil(W / k_min)``, as ``RiskAwareSearc
 ``W`` workers). Printed: the mean simulated wall time (seconds) per method and mode over
 ``--repeats`` replays, and the ratio ERAHBO / RAHBO(k=20) per mode.
 
-    python experiments/cluster_projection.py [--table datasets/ppo_cartpole.parquet] [--budget 300]
+    python experiments/benchmarks/cluster_projection.py [--table datasets/ppo_cartpole.parquet] [--budget 300]
         [--repeats 3] [--workers 2,8,32,128]
 
 Cost model defaults (seconds; flags override): ``t1 = 0.95`` (one PPO CartPole 100k-step seed on one
@@ -52,7 +52,7 @@ from tune_risk.engine.records import DONE, WAIT, Replicate
 from tune_risk.offline.replay import ReplayTask, method_settings
 from tune_risk.offline.table import OfflineTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METHODS = ("erahbo", "rahbo-k20")
 MODES = ("per-seed, cold", "per-seed, warm", "batch, CPU curve", "batch, GPU curve (assumed)")
 

@@ -18,8 +18,8 @@ every unit of a budget is done (or with ``--partial``), the study writes ``summa
 ``performance_profile.png`` (from the final rows: the per-evaluation curves stay in ``--out``) and
 ``headline.md``, the tables the README shows; ``--only-combine`` rewrites them from the committed finals alone.
 
-    python experiments/peers_replay.py [--budgets 300 1500] [--repeats 20] [--tables ...] [--out results/peers]
-        [--results experiments/peers_replay_results] [--only-combine] [--partial]
+    python experiments/studies/peers_replay.py [--budgets 300 1500] [--repeats 20] [--tables ...] [--out results/peers]
+        [--results experiments/results/peers_replay] [--only-combine] [--partial]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from tune_risk.cli import main as tune_risk_main
 from tune_risk.offline.metrics import final_values, iqm
 from tune_risk.offline.units import Unit, UnitStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SLOW = {"tpe-rep1": {300: 20, 1500: 5}, "optuna-gp-rep3": {300: 10}, "hebo-rep3": {300: 5}}
 """Slow peers: budget -> repeats. TPE's cost grows with its trials (1500 single-seed trials: minutes per
 replay), Optuna's GPSampler fits a GP per suggestion (~30 s per replay at 300), HEBO ~1 s per suggestion.
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--tables", nargs="*", default=None, help="table names (default: every datasets/*.parquet)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "peers")
-    parser.add_argument("--results", type=Path, default=ROOT / "experiments" / "peers_replay_results")
+    parser.add_argument("--results", type=Path, default=ROOT / "experiments" / "results" / "peers_replay")
     parser.add_argument("--only-combine", action="store_true", help="write the results of the units done so far")
     parser.add_argument("--partial", action="store_true", help="combine even when some units are missing")
     parser.add_argument("--rerun", default="", help="comma-separated methods to replay again although the finals "

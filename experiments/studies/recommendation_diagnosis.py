@@ -11,13 +11,13 @@ in the table (0 = best) and, with ``--test-seeds N``, its normalised MV regret o
 best configuration, 1 = the median one). A posterior ``mu_f`` above the warp's bound (the largest warped
 return) by more than 0.001 is marked ``!``: a mean no return can reach.
 
-    python experiments/recommendation_diagnosis.py [--table datasets/ppo_cartpole.parquet] [--budget 1500]
+    python experiments/studies/recommendation_diagnosis.py [--table datasets/ppo_cartpole.parquet] [--budget 1500]
         [--repeats 5] [--method erahbo|tune-risk] [--warp pooled|online] [--test-seeds 0]
         [--var-posterior gp|nonnegative] [--recommend lcb|posterior]
 
 The issue's cases at budget 300, as ``tune-risk replay --methods tune-risk --warp online --test-seeds 20``::
 
-    python experiments/recommendation_diagnosis.py --table datasets/dqn_acrobot.parquet --budget 300 \\
+    python experiments/studies/recommendation_diagnosis.py --table datasets/dqn_acrobot.parquet --budget 300 \\
         --method tune-risk --warp online --test-seeds 20 --repeats 10
 """
 
@@ -34,7 +34,7 @@ from tune_risk.offline.replay import ReplayTask, heldout_columns, replay_direct
 from tune_risk.offline.table import OfflineTable
 from tune_risk.settings import RECOMMEND_RULES, VAR_POSTERIORS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ("| repeat | which | k | sample mean | sample var | mu_f | sigma_f | mu_var | LCB^MV | LCB order "
            "| true-MV rank | held-out MV regret |")
 

@@ -1,7 +1,7 @@
 """Seconds per OSCBO round (FTPL: 50 projected-Adam steps on the closed form S5) against one MLL refit
 (50 Adam steps on the exact NLML) at n = 110 points, one torch thread (issue 6, printed, not asserted).
 
-    python experiments/bench_oscbo.py [--n 110] [--dim 5] [--repeats 5]
+    python experiments/benchmarks/bench_oscbo.py [--n 110] [--dim 5] [--repeats 5]
 
 A round is ``OSCBOGame.observe``: the FTPL oracle plus the OMD and latch updates. Target: <= 0.5 s.
 """

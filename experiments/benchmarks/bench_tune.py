@@ -5,7 +5,7 @@ trials, one Ray instance; each searcher runs ``--trials`` trials and the wall ti
 printed with its ratio to ``BasicVariantGenerator`` (random search, Tune's cheapest path).
 ``Repeater(OptunaSearch)`` is Ray's built-in way of evaluating each configuration on several seeds.
 
-    python experiments/bench_tune.py [--trials 200]      # needs the `bench` extra (optuna)
+    python experiments/benchmarks/bench_tune.py [--trials 200]      # needs the `bench` extra (optuna)
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ The trainable trains ONE seed of a noisy objective (a stand-in for an RL run: th
 ``lr`` near 3e-3, the spread across seeds grows with ``entropy``) and reports a return every
 "epoch", the final one last.
 
-    python experiments/tune_quickstart_plain.py [--num-samples 60]
-    python experiments/tune_quickstart.py [--num-samples 60]
+    python experiments/examples/tune_quickstart_plain.py [--num-samples 60]
+    python experiments/examples/tune_quickstart.py [--num-samples 60]
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import time
 import numpy as np
 import ray
 from ray import tune
-
-from tune_risk import ReplicateScheduler, RiskAwareSearch
 
 
 def trainable(config: dict) -> None:
@@ -47,20 +45,17 @@ def main() -> None:
     args = parser.parse_args()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
 
-    searcher = RiskAwareSearch(random_state_seed=0)
     tuner = tune.Tuner(
         trainable,
         param_space=SPACE,
         tune_config=tune.TuneConfig(
             metric="return", mode="max", num_samples=args.num_samples, max_concurrent_trials=4,
-            search_alg=searcher, scheduler=ReplicateScheduler(searcher),
             reuse_actors=True,
         ),
         run_config=tune.RunConfig(verbose=0),
     )
-    tuner.fit()
-    print(searcher.results().to_string(max_cols=12))
-    print("best configuration:", searcher.best_config)
+    results = tuner.fit()
+    print("best configuration:", results.get_best_result().config)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ Rules (``k``: seeds the configuration got; MV on the engine's own warp):
 
 It also prints, per table, the share of picks that rest on 2 seeds, and the median ``k`` of the ``lcb`` pick.
 
-    taskset -c 0 python experiments/recommendation_rules.py [--budget 300] [--repeats 10] [--var-posterior gp] [--out FILE.csv]
+    taskset -c 0 python experiments/studies/recommendation_rules.py [--budget 300] [--repeats 10] [--var-posterior gp] [--out FILE.csv]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tune_risk.engine.records import sample_mv_lower_bound
 from tune_risk.offline.replay import ReplayTask, replay_direct
 from tune_risk.offline.table import OfflineTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 THRESHOLDS = (5, 10, 20)
 
 

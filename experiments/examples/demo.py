@@ -32,7 +32,7 @@ from ray import tune  # noqa: E402
 from tune_risk.benchmarks.objectives import get_objective, make_pool_table  # noqa: E402
 from tune_risk.offline.replay import ReplayTask, replay_tune  # noqa: E402
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 DATASET = DATASETS / "ppo_acrobot.parquet"
 METHODS = (("ERAHBO", "erahbo"), ("RAHBO(k=20)", "rahbo-k20"))
 

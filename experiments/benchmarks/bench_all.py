@@ -5,7 +5,7 @@ Prints four markdown tables (and writes ``results.json`` and ``engine_scaling.pn
 1. **Suggestion latency** (p50 / p95 ms) at 25, 100, 200 and 500 evaluated configurations for
    ``RiskAwareSearch`` (512-row pool and continuous cube), ``OptunaSearch`` with Optuna's
    ``GPSampler``, ``HEBOSearch``, ``BayesOptSearch`` and ``Repeater``-ed random search, on one
-   synthetic noisy objective (``experiments/bench_searchers.py`` says exactly what is timed), with the
+   synthetic noisy objective (``experiments/benchmarks/bench_searchers.py`` says exactly what is timed), with the
    ratio of each p50 to ours (pool).
 2. **Tune per-trial overhead**: seconds per trivial trial under ``tune.Tuner`` with
    ``reuse_actors=True`` and 2 concurrent trials, and the ratio to ``BasicVariantGenerator``.
@@ -18,7 +18,7 @@ Each searcher family runs in its own subprocess (fresh memory, one torch/BLAS th
 ``numpy < 1.25`` and cannot share the project's environment; it runs from ``--hebo-python``
 (``make bench`` builds ``.venv-hebo``) and is reported as unavailable when that is missing.
 
-    python experiments/bench_all.py [--quick] [--out results/bench] [--hebo-python .venv-hebo/bin/python]
+    python experiments/benchmarks/bench_all.py [--quick] [--out results/bench] [--hebo-python .venv-hebo/bin/python]
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ written to ``--out`` from the per-table runs. Rerunning the same command resumes
 Any other flag is an engine flag of ``tune-risk replay`` (``--var-posterior nonnegative``, ``--alpha 0.5``, ...),
 passed to every table's replay and checked there.
 
-    python experiments/erahbo_replay.py [--repeats 20] [--budget 1500] [--tables dqn_cartpole ...] [--synthetic]
+    python experiments/studies/erahbo_replay.py [--repeats 20] [--budget 1500] [--tables dqn_cartpole ...] [--synthetic]
         [--out results/erahbo_replay] [engine flags of tune-risk replay]
 """
 
@@ -31,7 +31,7 @@ from tune_risk.offline.metrics import at_common_horizon, threshold_table, wilcox
 from tune_risk.offline.summary import write_summary
 from tune_risk.offline.table import OfflineTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METHODS = "erahbo,rahbo-k2,rahbo-k20,gp-ucb,erahbo-exp"
 # The ERAHBO paper's Table 5 (App. C.4) for the tasks our tables mirror: the first evaluation at which the IQM of
 # normalised MV regret is at most 75 / 50 / 25 % of the initial design's (None = not reached), on its 512 x 50

@@ -7,7 +7,7 @@ The measure is the regret of the *recommended* configuration at the end: ``MV* -
 with the table's true MV (all 50 seeds, pooled warp, alpha = 1), normalised by ``MV* - median MV``.
 Both arms use the same repeats (the same seed orders), so the comparison is paired (Wilcoxon signed-rank).
 
-    python experiments/intensification.py [--budget 300] [--repeats 10] [--intensify 30] [--k-init 20]
+    python experiments/studies/intensification.py [--budget 300] [--repeats 10] [--intensify 30] [--k-init 20]
 
 Prints a markdown table (one row per table and setting) and the overall paired comparison.
 """
@@ -24,7 +24,7 @@ from tune_risk.offline.metrics import mean_se
 from tune_risk.offline.replay import ReplayTask, replay_direct
 from tune_risk.offline.table import OfflineTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def recommended_regret(task: ReplayTask, budget: int, repeat: int, intensify: int, k_init: int) -> float:

@@ -8,7 +8,7 @@ in distribution (Mann-Whitney U and Kolmogorov-Smirnov p-values, ``scipy.stats``
 ("Regenerating bit for bit") reports its results. About a minute per PPO configuration on one core::
 
     XLA_FLAGS=--xla_force_host_platform_device_count=1 taskset -c 1 \\
-        python experiments/regenerate_parts.py ppo_acrobot 0 148 250
+        python experiments/studies/regenerate_parts.py ppo_acrobot 0 148 250
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from scipy import stats
 from rl_tasks.generate import compute_config
 from rl_tasks.parts import cpu_signature, part_path, parts_dir, read_manifest
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 
 
 def regenerate(table: Path, config_id: int) -> dict:

@@ -6,9 +6,9 @@ its episodes to their end, so a policy that balances longer costs more to evalua
 seed of each given configuration (default: ARLBench's defaults) with ``SeedRun``'s chunks and keys and
 prints, per chunk, the training seconds, the evaluation seconds and the return (programs are compiled before
 timing starts), so that a difference in seconds per replicate between configurations or runs
-(``experiments/live_hpo.py``) can be put down to training or to evaluation.
+(``experiments/studies/live_hpo.py``) can be put down to training or to evaluation.
 
-    python experiments/replicate_cost.py --algo ppo --env CartPole-v1 --steps 100000 --eval-every 20000 \\
+    python experiments/benchmarks/replicate_cost.py --algo ppo --env CartPole-v1 --steps 100000 --eval-every 20000 \\
         --eval-episodes 32 [--config '{"learning_rate": 0.001}'] [--seed 0]
 """
 

@@ -1,6 +1,6 @@
 """The OSCBO paper's comparison (Fig. 2, S1, S3): methods x tasks x seeds in the plain GP-UCB loop.
 
-    python experiments/oscbo_benchmark.py \
+    python experiments/studies/oscbo_benchmark.py \
         --tasks levy5,hartmann3,hartmann6,lunar12,concrete7,material5,crossbarrel4 \
         --methods oscbo,oscbo-l1,gp-ucb-mll,ocbo,a-gp-ucb,lb-gp-ucb,scgp,vanilla-bo \
         --seeds 20 --steps 100 --n-init 10 --data-dir DATA --out results/oscbo_benchmark

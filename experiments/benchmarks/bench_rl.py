@@ -6,7 +6,7 @@ defaults) is compiled ahead of time and then trained for all seeds in one vmappe
 ``results/bench_rl.md``.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=1 taskset -c 1 \\
-        .venv/bin/python experiments/bench_rl.py --seeds 50
+        .venv/bin/python experiments/benchmarks/bench_rl.py --seeds 50
 
 Defaults reproduce the shipped tables' settings (``--tasks`` picks a subset, ``--steps`` overrides budgets).
 """

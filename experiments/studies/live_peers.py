@@ -44,10 +44,10 @@ it finishes, and runs already there are skipped; runs go seed by seed (every tas
 seed 0 first), so partial results stay balanced. ``--only-summary`` rebuilds ``peers.md`` and the figures from
 ``peers.json`` alone.
 
-    python experiments/live_peers.py [--tasks ppo_cartpole,dqn_cartpole,sac_pendulum] [--methods ...]
-        [--search-seeds 5] [--budget-s 120] [--workers 1] [--out experiments/live_hpo_results/peers.json]
-    python experiments/live_peers.py --only-summary
-    python experiments/live_peers.py --quick
+    python experiments/studies/live_peers.py [--tasks ppo_cartpole,dqn_cartpole,sac_pendulum] [--methods ...]
+        [--search-seeds 5] [--budget-s 120] [--workers 1] [--out experiments/results/live_hpo/peers.json]
+    python experiments/studies/live_peers.py --only-summary
+    python experiments/studies/live_peers.py --quick
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ EVAL_SEEDS = 20
 FRESH_SEEDS = tuple(live_hpo.FRESH_SEED_OFFSET + i for i in range(EVAL_SEEDS))
 TRIAL_INDEX = "__trial_index__"  # ray.tune.search.repeater.TRIAL_INDEX
 META_KEYS = ("seed", TRIAL_INDEX)  # config keys that are not hyperparameters
-RESULTS = Path(__file__).resolve().parent / "live_hpo_results"
+RESULTS = Path(__file__).resolve().parents[2] / "experiments" / "results" / "live_hpo"
 
 
 @dataclass(frozen=True)
@@ -576,8 +576,8 @@ def shown(path: Path) -> str:
 def write_summary(records: Sequence[dict], out: Path) -> Path:
     """``peers.md`` beside ``out`` (and one ``peers_<task>.png`` per task), from the records alone."""
     page = out.with_suffix(".md")
-    lines = ["# Live head-to-head at equal wall-clock budget (`experiments/live_peers.py`)", "",
-             f"Rebuilt from `{out.name}` by `python experiments/live_peers.py --only-summary --out {shown(out)}`. "
+    lines = ["# Live head-to-head at equal wall-clock budget (`experiments/studies/live_peers.py`)", "",
+             f"Rebuilt from `{out.name}` by `python experiments/studies/live_peers.py --only-summary --out {shown(out)}`. "
              f"Each recommendation is re-trained on the same {EVAL_SEEDS} fresh seeds "
              f"({FRESH_SEEDS[0]}..{FRESH_SEEDS[-1]}), which no search trained; MV = mean - variance of the returns "
              "warped by one warp fitted to all fresh returns of the task; CIs: 95 % percentile bootstrap over "

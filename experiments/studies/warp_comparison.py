@@ -21,7 +21,7 @@ Printed per table and variant (means over repeats): final normalised simple regr
 configuration evaluated and of the recommended one (``argmax LCB^MV``), the share of the pool whose
 true MV beats the recommended configuration (median over repeats), and the warp re-fits per run.
 
-    python experiments/warp_comparison.py [--repeats 10] [--budget 200] [--out results/warp_comparison]
+    python experiments/studies/warp_comparison.py [--repeats 10] [--budget 200] [--out results/warp_comparison]
 
 The defaults take about 8 minutes on one core and write ``runs.csv`` and ``summary.csv`` to ``--out``.
 """
@@ -40,7 +40,7 @@ from tune_risk.benchmarks.objectives import HeteroscedasticObjective, get_object
 from tune_risk.offline.replay import ReplayTask, replay_direct, runs_rows
 from tune_risk.offline.table import OfflineTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = {
     "online-frozen": {"warp": "online", "warp_refit": "never", "warp_bound": 1.0},
     "online-refit": {"warp": "online"},

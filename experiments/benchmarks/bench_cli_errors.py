@@ -3,7 +3,7 @@
 Each bad call runs as a fresh process (``python -m tune_risk.cli replay ...``), as a user types it;
 the time includes the interpreter start. Usage::
 
-    python experiments/bench_cli_errors.py [--runs 7]
+    python experiments/benchmarks/bench_cli_errors.py [--runs 7]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "datasets" / "ppo_cartpole.parquet"
 
 

@@ -34,10 +34,10 @@ shape: ``minibatch_size`` fixed at 256) whose last line is ``startup_median_s=..
 workers=.. wall_ratio=..``: ERAHBO's (the first method's) median start-up and processes started, and
 its wall time over RAHBO(k=20)'s (the last method's).
 
-    python experiments/live_hpo.py --algo ppo --env CartPole-v1 --budget 60 --methods erahbo,rahbo-k20 \\
+    python experiments/studies/live_hpo.py --algo ppo --env CartPole-v1 --budget 60 --methods erahbo,rahbo-k20 \\
         [--steps 100000] [--workers 2] [--address auto] [--gpus-per-trial 0.25] [--pool] [--prewarm] \\
         [--fixed hidden_size=64]
-    python experiments/live_hpo.py --quick [--pool]
+    python experiments/studies/live_hpo.py --quick [--pool]
 """
 
 from __future__ import annotations

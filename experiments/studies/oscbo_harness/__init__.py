@@ -1,4 +1,4 @@
-"""The OSCBO paper's benchmark harness (docs/algorithms.md §4): lab code for ``experiments/oscbo_benchmark.py``.
+"""The OSCBO paper's benchmark harness (docs/algorithms.md §4): lab code for ``experiments/studies/oscbo_benchmark.py``.
 
 Not part of the installed ``tune_risk`` package: it uses the product's public GP, OSCBO and lengthscale
 modules and adds what only the paper's comparison needs.

@@ -7,7 +7,7 @@ configurations (fixed k = 2 replicates of a synthetic heteroscedastic objective)
 ``--repeats`` suggestions are timed, each followed by its replicates' results. Prints a markdown
 table (p50 / p95 in ms) and the process's peak resident memory.
 
-    python experiments/bench_engine.py [--sizes 50 200 500] [--repeats 20]
+    python experiments/benchmarks/bench_engine.py [--sizes 50 200 500] [--repeats 20]
 """
 
 from __future__ import annotations

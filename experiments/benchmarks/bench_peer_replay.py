@@ -5,7 +5,7 @@ Searcher in Ray's ``Repeater(k)``, driven in-process: no Ray cluster) and of ``t
 budget of seed-runs; median of ``--runs`` runs, the process's own CPU time beside the wall time. The
 target of the peer replay is one TPE + Repeater(3) replay of 300 seed-runs in under 5 s on one core.
 
-    taskset -c 0 python experiments/bench_peer_replay.py [--budget 300] [--runs 5] [--methods tpe-rep3,...]
+    taskset -c 0 python experiments/benchmarks/bench_peer_replay.py [--budget 300] [--runs 5] [--methods tpe-rep3,...]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tune_risk.offline.replay import ReplayTask, replay_direct
 from tune_risk.offline.table import OfflineTable
 from tune_risk.tune.space import TuneSpaceCodec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one_run(table: OfflineTable, task: ReplayTask, method: str, budget: int, repeat: int) -> None:
