@@ -1,8 +1,8 @@
 """MkDocs hooks: the benchmark pages render their numbers from the committed result files.
 
 A page writes ``<!-- include: experiments/results/peers_replay/b300/headline.md -->`` (optionally
-``shift=N``: headings moved N levels down, default 1) and the build puts that file's text there, followed by
-the line that says which commit last changed it and when (``git log``); ``<!-- provenance: PATH -->`` writes
+``shift=N``: headings moved N levels down, default 1; ``fence=text``: verbatim in a code block) and the build
+puts that file's text there, followed by the line that says which commit last changed it and when (``git log``); ``<!-- provenance: PATH -->`` writes
 the line alone. A missing file fails the build, so a page cannot quote a result the repository does not hold.
 Images the included files show (``![..](x.png)`` beside them) are copied into the site under ``results/``.
 Hand-written tables would drift from the files the study scripts write; these hooks are why they cannot.
@@ -21,7 +21,7 @@ from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_DIRS = ("experiments",)
-_INCLUDE = re.compile(r"<!--\s*include:\s*(\S+)(?:\s+shift=(\d))?\s*-->")
+_INCLUDE = re.compile(r"<!--\s*include:\s*(\S+)(?:\s+shift=(\d))?(?:\s+fence=(\w+))?\s*-->")
 _PROVENANCE = re.compile(r"<!--\s*provenance:\s*(\S+)\s*-->")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\((?!https?:|/)([^)\s]+)\)")
 _HEADING = re.compile(r"^(#{1,5}) ", re.MULTILINE)
@@ -49,9 +49,13 @@ def _source(path: str) -> Path:
     return source
 
 
-def render_include(path: str, shift: int, page_uri: str) -> str:
-    """The text of ``path`` for the page at ``page_uri``: headings shifted, images re-pointed, provenance."""
+def render_include(path: str, shift: int, page_uri: str, fence: str | None = None) -> str:
+    """The text of ``path`` for the page at ``page_uri``: headings shifted, images re-pointed, provenance.
+
+    ``fence``: show the file verbatim in a code block of that language (a program's plain-text output)."""
     text = _source(path).read_text(encoding="utf-8")
+    if fence:
+        return f"```{fence}\n{text.strip()}\n```\n\n*Rendered from {provenance(path)}.*\n"
     text = _HEADING.sub(lambda m: "#" * min(6, len(m.group(1)) + shift) + " ", text)
     folder = posixpath.dirname(path)
     page_dir = posixpath.dirname(page_uri)
@@ -67,7 +71,7 @@ def render_include(path: str, shift: int, page_uri: str) -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (mkdocs' hook signature)
     """Replace the include and provenance markers of a page."""
     uri = page.file.src_uri
-    markdown = _INCLUDE.sub(lambda m: render_include(m.group(1), int(m.group(2) or 1), uri), markdown)
+    markdown = _INCLUDE.sub(lambda m: render_include(m.group(1), int(m.group(2) or 1), uri, m.group(3)), markdown)
     return _PROVENANCE.sub(lambda m: f"*Numbers from {provenance(str(_source(m.group(1)).relative_to(ROOT)))}.*",
                            markdown)
 

@@ -44,6 +44,9 @@ def test_benchmark_pages_render_the_committed_result_files(site: Path) -> None:
     live = page(site, "benchmarks/live")
     assert 'src="../../results/experiments/results/live_hpo/peers_ppo_cartpole.png"' in live
     assert (site / "results/experiments/results/live_hpo/peers_ppo_cartpole.png").is_file()
+    start = page(site, "getting-started")  # a program's plain output, fenced verbatim, then its provenance
+    assert any("Direct replays, 5 repeats per table" in block for block in start.split("<pre")[1:])
+    assert "Rendered from <code>experiments/results/demo.md</code>" in start
 
 
 def test_api_reference_and_math_are_rendered(site: Path) -> None:
