@@ -36,7 +36,7 @@ Scoring: each recommendation is re-trained on the same 20 fresh seeds (``live_hp
 which no method trains during its search (checked per run); the summary reports, per task and method, over the
 search seeds, the mean return, the MV on one warp fitted to all re-evaluations of the task
 (``live_hpo.mv_on_one_warp``), the mean of the worst 10 % of the fresh seeds, each with a bootstrap CI over
-the search seeds (``scipy.stats.bootstrap``), a paired Wilcoxon test of the MV against the best method's,
+the search seeds (``tune_risk.offline.metrics.bootstrap_ci``; none below 5 seeds), a paired Wilcoxon test of the MV against the best method's,
 and one figure per task.
 
 Resumable: one record per (task, method, search seed) is appended to ``--out`` (``peers.json``) as soon as
@@ -71,7 +71,6 @@ from typing import Any
 import numpy as np
 from ray.tune import Callback
 from ray.tune.search import Searcher
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import live_hpo  # noqa: E402 - experiments/ is not a package
@@ -431,12 +430,15 @@ def task_scores(records: Sequence[dict]) -> list[dict]:
 
 
 def bootstrap_ci(values: Sequence[float]) -> tuple[float, float]:
-    """95 % percentile-bootstrap CI of the mean over search seeds; ``nan`` below 2 distinct values."""
-    x = np.asarray(values, dtype=float)
-    if len(x) < 2 or np.all(x == x[0]):
-        return (float(x[0]), float(x[0])) if len(x) >= 2 else (math.nan, math.nan)
-    ci = stats.bootstrap((x,), np.mean, method="percentile", n_resamples=4999, rng=np.random.default_rng(0))
-    return float(ci.confidence_interval.low), float(ci.confidence_interval.high)
+    """95 % percentile-bootstrap CI of the mean over search seeds (``metrics.bootstrap_ci``); ``nan`` (no interval)
+    below ``MIN_CI_REPEATS`` seeds, as in the replay's summary: a percentile bootstrap of 2-4 values is not a 95 %
+    interval."""
+    from tune_risk.offline.metrics import MIN_CI_REPEATS  # noqa: PLC0415
+    from tune_risk.offline.metrics import bootstrap_ci as percentile_ci  # noqa: PLC0415
+
+    if len(values) < MIN_CI_REPEATS:
+        return math.nan, math.nan
+    return percentile_ci(np.asarray(values, dtype=float), statistic=np.mean, n_boot=4999, seed=0)
 
 
 def paired_p(mine: dict[int, float], best: dict[int, float]) -> float:
@@ -581,7 +583,7 @@ def write_summary(records: Sequence[dict], out: Path) -> Path:
              f"Each recommendation is re-trained on the same {EVAL_SEEDS} fresh seeds "
              f"({FRESH_SEEDS[0]}..{FRESH_SEEDS[-1]}), which no search trained; MV = mean - variance of the returns "
              "warped by one warp fitted to all fresh returns of the task; CIs: 95 % percentile bootstrap over "
-             "search seeds; Wilcoxon: paired over the search seeds both methods have (two-sided; with n pairs its "
+             "search seeds, none with fewer than 5 (a bootstrap of 2-4 values is not a 95 % interval); Wilcoxon: paired over the search seeds both methods have (two-sided; with n pairs its "
              "smallest possible p is 2/2^n, e.g. 0.0625 at n = 5, so at 5 search seeds no difference reaches "
              "p < 0.05 on the test alone). Wall budgets are equal, compute is not quite: the machine is shared, so "
              "the environment steps column says how much each method trained in its budget. Shared draws: with "

@@ -133,6 +133,20 @@ def test_summary_from_records_alone(peers, tmp_path) -> None:
     assert "| rahbo-k20 |" not in page  # no row for a method without records
 
 
+def test_no_interval_is_printed_from_fewer_than_five_search_seeds(peers, tmp_path) -> None:
+    out = tmp_path / "peers.json"
+    records = [_record("ppo_cartpole", method, seed, level, spread) for seed in range(2)
+               for method, level, spread in (("erahbo", 400.0, 10.0), ("asha", 300.0, 60.0))]
+    out.write_text(json.dumps(records))
+    peers.main(["--only-summary", "--out", str(out)])
+    rows = {r["method"]: r for r in peers.method_rows(records, peers.METHODS)}
+    assert all(np.isnan(rows["erahbo"][key]).all() for key in ("mean_ci", "mv_ci"))
+    assert rows["asha"]["overlap"] is None  # no CI, no overlap verdict
+    page = (tmp_path / "peers.md").read_text()
+    erahbo = next(line for line in page.splitlines() if line.startswith("| erahbo |"))
+    assert "[" not in erahbo  # no bracketed interval in the row
+
+
 def test_unknown_method_is_one_line_naming_the_flag(peers, capsys) -> None:
     with pytest.raises(SystemExit):
         peers.parse(["--methods", "erahbo,hyperband"])
