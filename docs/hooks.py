@@ -68,12 +68,17 @@ def render_include(path: str, shift: int, page_uri: str, fence: str | None = Non
     return f"{text.rstrip()}\n\n*Rendered from {provenance(path)}.*\n"
 
 
+def render_provenance(path: str) -> str:
+    """The provenance line of ``path`` alone (the file must exist, as for an include)."""
+    _source(path)
+    return f"*Numbers from {provenance(path)}.*"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (mkdocs' hook signature)
     """Replace the include and provenance markers of a page."""
     uri = page.file.src_uri
     markdown = _INCLUDE.sub(lambda m: render_include(m.group(1), int(m.group(2) or 1), uri, m.group(3)), markdown)
-    return _PROVENANCE.sub(lambda m: f"*Numbers from {provenance(str(_source(m.group(1)).relative_to(ROOT)))}.*",
-                           markdown)
+    return _PROVENANCE.sub(lambda m: render_provenance(m.group(1)), markdown)
 
 
 def on_files(files: Files, config) -> Files:  # noqa: ANN001

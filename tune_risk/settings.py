@@ -36,6 +36,25 @@ RECOMMEND_RULES = ("lcb", "posterior", "evidence")
 # that never learn where few learn (A-21); EngineSettings keeps "lcb" so that method "erahbo" replays the paper.
 SEARCHER_RECOMMEND = "evidence"
 SEARCHER_INTENSIFY = 0.1  # RiskAwareSearch's default: the share of the budget kept for incumbent intensification
+KERNELS = ("rbf", "matern52")
+REFIT = ("once", "every_round")
+STANDARDIZATION = ("frozen", "per_build")
+BETA_CONVENTIONS = ("sqrt", "multiplier")
+LATE_RESULTS = ("discard", "append")
+BUDGET_UNITS = ("samples", "runs")
+WARP_MODES = ("online", "none")
+WARP_REFITS = ("outside_support", "never")
+LENGTHSCALES = ("mll", "oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb")
+OSCBO_FORMS = ("prefix", "literal")
+OSCBO_OMEGA = 0.001  # OMD step size of Table S1
+FIELD_CHOICES: dict[str, tuple[str, ...]] = {
+    "budget_unit": BUDGET_UNITS, "warp": WARP_MODES, "warp_refit": WARP_REFITS, "mean_noise": MEAN_NOISE,
+    "var_noise": VAR_NOISE, "var_posterior": VAR_POSTERIORS, "recommend": RECOMMEND_RULES, "kernel": KERNELS, "refit": REFIT, "standardization": STANDARDIZATION,
+    "beta_convention": BETA_CONVENTIONS, "launch_policy": LAUNCH_POLICIES, "late_results": LATE_RESULTS,
+    "lengthscale": LENGTHSCALES, "oscbo_form": OSCBO_FORMS,
+}
+"""Valid values of the string fields of :class:`EngineSettings` (besides ``method`` and the schedule),
+shared by the validation and the ``tune-risk replay`` flags."""
 
 
 def searcher_preset(method: str, k_min: int, k_init: int | None) -> dict[str, Any]:
@@ -58,25 +77,6 @@ def searcher_preset(method: str, k_min: int, k_init: int | None) -> dict[str, An
         return {"budget_unit": "runs"}
     return {"budget_unit": "runs", "recommend": SEARCHER_RECOMMEND, "k_init": k_min if k_init is None else k_init,
             "k_min": k_min}
-KERNELS = ("rbf", "matern52")
-REFIT = ("once", "every_round")
-STANDARDIZATION = ("frozen", "per_build")
-BETA_CONVENTIONS = ("sqrt", "multiplier")
-LATE_RESULTS = ("discard", "append")
-BUDGET_UNITS = ("samples", "runs")
-WARP_MODES = ("online", "none")
-WARP_REFITS = ("outside_support", "never")
-LENGTHSCALES = ("mll", "oscbo", "oscbo-l1", "a-gp-ucb", "lb-gp-ucb")
-OSCBO_FORMS = ("prefix", "literal")
-OSCBO_OMEGA = 0.001  # OMD step size of Table S1
-FIELD_CHOICES: dict[str, tuple[str, ...]] = {
-    "budget_unit": BUDGET_UNITS, "warp": WARP_MODES, "warp_refit": WARP_REFITS, "mean_noise": MEAN_NOISE,
-    "var_noise": VAR_NOISE, "var_posterior": VAR_POSTERIORS, "recommend": RECOMMEND_RULES, "kernel": KERNELS, "refit": REFIT, "standardization": STANDARDIZATION,
-    "beta_convention": BETA_CONVENTIONS, "launch_policy": LAUNCH_POLICIES, "late_results": LATE_RESULTS,
-    "lengthscale": LENGTHSCALES, "oscbo_form": OSCBO_FORMS,
-}
-"""Valid values of the string fields of :class:`EngineSettings` (besides ``method`` and the schedule),
-shared by the validation and the ``tune-risk replay`` flags."""
 
 
 @dataclass(frozen=True)

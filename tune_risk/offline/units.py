@@ -57,14 +57,14 @@ class UnitStore:
             raise ValueError(f"--out {self.out}: cannot create the output directory ({err.strerror})") from err
         path = self.out / MANIFEST
         old = self._read_manifest(path)
-        methods = methods or {}
+        methods = json.loads(json.dumps(methods or {}, default=str))  # as the manifest stores it (tuples: lists)
         if old is not None:
             _check_same(self.out, old.get("protocol", {}), protocol, old.get("tables", {}), tables)
             _check_same_methods(self.out, old.get("methods", {}), methods)
             tables = {**old.get("tables", {}), **tables}
             methods = {**old.get("methods", {}), **methods}
         manifest = {"protocol": protocol, "tables": tables, "methods": methods}
-        _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+        _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
     @staticmethod
     def _read_manifest(path: Path) -> dict[str, Any] | None:
@@ -120,7 +120,6 @@ def _check_same(out: Path, old: dict[str, Any], new: dict[str, Any], old_tables:
 
 def _check_same_methods(out: Path, old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> None:
     """Refuse to resume a method whose name now resolves to other settings than the units under ``out`` used."""
-    old, new = json.loads(json.dumps(old, default=str)), json.loads(json.dumps(new, default=str))  # as stored
     changed = []
     for name in sorted(set(old) & set(new)):
         fields = [f"{key} {old[name].get(key)!r} there, {new[name].get(key)!r} here"
